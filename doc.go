@@ -1,0 +1,12 @@
+// Package azq gives Go programs Azure Queue Storage semantics in memory:
+// put, get with a visibility timeout, delete with a pop receipt, lease
+// renewal and progress updates through Update, and time-to-live expiry,
+// exactly as the Azure service behaves, with time taken from an injectable
+// clock (github.com/benbjohnson/clock) so tests can advance days in
+// microseconds.
+//
+// A Queue is one queue; a Service holds named queues as a storage account
+// does. Every operation takes a context first and returns errors of type
+// *Error, which carry Azure's error code and HTTP status and match the Err…
+// values of this package with errors.Is.
+package azq

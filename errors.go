@@ -1,0 +1,175 @@
+package azq
+
+import (
+	"net/http"
+	"strings"
+)
+
+// ErrorCode is an Azure Storage error code, such as "MessageNotFound". The
+// REST front end sends it unchanged in the x-ms-error-code header and the
+// Error XML, so code that matches on Azure's codes works against azq too.
+type ErrorCode string
+
+// Error codes that azq produces. The names and HTTP statuses are Azure's
+// (Queue Service Error Codes and Common REST API Error Codes).
+const (
+	CodeMessageNotFound               ErrorCode = "MessageNotFound"
+	CodeQueueNotFound                 ErrorCode = "QueueNotFound"
+	CodeQueueAlreadyExists            ErrorCode = "QueueAlreadyExists"
+	CodeRequestBodyTooLarge           ErrorCode = "RequestBodyTooLarge"
+	CodeOutOfRangeQueryParameterValue ErrorCode = "OutOfRangeQueryParameterValue"
+	CodeInvalidQueryParameterValue    ErrorCode = "InvalidQueryParameterValue"
+	CodeOutOfRangeInput               ErrorCode = "OutOfRangeInput"
+	CodeInvalidResourceName           ErrorCode = "InvalidResourceName"
+	CodeInvalidMetadata               ErrorCode = "InvalidMetadata"
+	CodeEmptyMetadataKey              ErrorCode = "EmptyMetadataKey"
+	CodeMetadataTooLarge              ErrorCode = "MetadataTooLarge"
+	CodeInvalidMarker                 ErrorCode = "InvalidMarker"
+	CodeInvalidXMLDocument            ErrorCode = "InvalidXmlDocument"
+	CodeInvalidInput                  ErrorCode = "InvalidInput"
+)
+
+// Detail is one extra element of an Azure error response, such as
+// QueryParameterName or MaxLimit. Details keep their order so that the
+// REST front end writes them as the service does.
+type Detail struct {
+	Name  string
+	Value string
+}
+
+// Error is the error type of every failed azq operation. It carries the
+// Azure error code and HTTP status of the failure, so that callers can match
+// on either and the REST front end can answer without a table of its own.
+//
+// Compare errors with errors.Is against the Err… values of this package:
+// errors.Is(err, azq.ErrMessageNotFound) is true for every Error that
+// reports a missing message, whatever its message text or details.
+type Error struct {
+	// Code is the Azure error code, e.g. CodeMessageNotFound.
+	Code ErrorCode
+	// StatusCode is the HTTP status Azure answers with, e.g. 404.
+	StatusCode int
+	// Message is a human-readable description.
+	Message string
+	// Details are Azure's extra error elements, e.g. QueryParameterName.
+	Details []Detail
+
+	// kind is the sentinel this error is an instance of, if any. Is walks
+	// the chain, so an invalid pop receipt is both ErrInvalidPopReceipt
+	// and, more generally, ErrInvalidArgument.
+	kind *Error
+}
+
+// Error returns the message followed by the Azure error code.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("azq: ")
+	b.WriteString(e.Message)
+	b.WriteString(" (")
+	b.WriteString(string(e.Code))
+	b.WriteString(")")
+	return b.String()
+}
+
+// Is reports whether target is e or one of the sentinel errors e is an
+// instance of. It makes errors.Is(err, azq.ErrMessageNotFound) work.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok {
+		return false
+	}
+	for k := e; k != nil; k = k.kind {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Detail returns the value of the named detail element and whether it is
+// present.
+func (e *Error) Detail(name string) (string, bool) {
+	for _, d := range e.Details {
+		if d.Name == name {
+			return d.Value, true
+		}
+	}
+	return "", false
+}
+
+// newError returns an instance of the sentinel kind with its own message and
+// details. The code and status are the sentinel's unless code is non-empty.
+func newError(kind *Error, code ErrorCode, msg string, details ...Detail) *Error {
+	e := &Error{Code: kind.Code, StatusCode: kind.StatusCode, Message: msg, Details: details, kind: kind}
+	if code != "" {
+		e.Code = code
+	}
+	return e
+}
+
+// The sentinel errors of azq. Every error an operation returns is an *Error
+// that matches exactly one of these with errors.Is (plus ErrInvalidArgument
+// for the more specific argument errors).
+var (
+	// ErrMessageNotFound: the message does not exist, has expired, or the
+	// pop receipt is no longer its current one (the message was dequeued
+	// again, updated or deleted since the receipt was issued). 404.
+	ErrMessageNotFound = &Error{Code: CodeMessageNotFound, StatusCode: http.StatusNotFound,
+		Message: "the specified message does not exist"}
+
+	// ErrQueueNotFound: the queue does not exist, was deleted or closed. 404.
+	ErrQueueNotFound = &Error{Code: CodeQueueNotFound, StatusCode: http.StatusNotFound,
+		Message: "the specified queue does not exist"}
+
+	// ErrQueueAlreadyExists: CreateQueue found a queue of that name with
+	// different metadata. 409.
+	ErrQueueAlreadyExists = &Error{Code: CodeQueueAlreadyExists, StatusCode: http.StatusConflict,
+		Message: "the specified queue already exists"}
+
+	// ErrMessageTooLarge: the message content exceeds the size limit
+	// (65,536 bytes by default). Azure reports this as RequestBodyTooLarge,
+	// 413, with a MaxLimit detail, and so does azq.
+	ErrMessageTooLarge = &Error{Code: CodeRequestBodyTooLarge, StatusCode: http.StatusRequestEntityTooLarge,
+		Message: "the message content exceeds the maximum allowed size"}
+
+	// ErrInvalidArgument: an argument is malformed or inconsistent with
+	// another (for example a visibility timeout not shorter than the
+	// time-to-live). Azure's InvalidQueryParameterValue, 400.
+	ErrInvalidArgument = &Error{Code: CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest,
+		Message: "an argument is invalid"}
+
+	// ErrOutOfRange: a numeric argument is outside its allowed range; the
+	// details name the parameter and its bounds. Azure's
+	// OutOfRangeQueryParameterValue, 400.
+	ErrOutOfRange = &Error{Code: CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest,
+		Message: "an argument is out of range", kind: ErrInvalidArgument}
+
+	// ErrInvalidPopReceipt: the pop receipt is not one azq could have
+	// issued (garbage, truncated or forged). A well-formed receipt that is
+	// merely stale gives ErrMessageNotFound instead, as Azure does.
+	// InvalidQueryParameterValue, 400, Reason "invalid pop receipt format".
+	ErrInvalidPopReceipt = &Error{Code: CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest,
+		Message: "the pop receipt is not valid", kind: ErrInvalidArgument}
+
+	// ErrInvalidQueueName: the queue name breaks Azure's naming rules.
+	// InvalidResourceName (bad characters) or OutOfRangeInput (length), 400.
+	ErrInvalidQueueName = &Error{Code: CodeInvalidResourceName, StatusCode: http.StatusBadRequest,
+		Message: "the specified resource name contains invalid characters", kind: ErrInvalidArgument}
+
+	// ErrInvalidMetadata: metadata breaks Azure's rules. InvalidMetadata,
+	// EmptyMetadataKey or MetadataTooLarge, 400.
+	ErrInvalidMetadata = &Error{Code: CodeInvalidMetadata, StatusCode: http.StatusBadRequest,
+		Message: "the metadata specified is invalid", kind: ErrInvalidArgument}
+
+	// ErrInvalidMarker: the ListQueues marker was not produced by azq.
+	// InvalidMarker, 400.
+	ErrInvalidMarker = &Error{Code: CodeInvalidMarker, StatusCode: http.StatusBadRequest,
+		Message: "the specified marker is invalid", kind: ErrInvalidArgument}
+
+	// ErrInvalidAccessPolicy: a stored access policy breaks Azure's rules
+	// (more than five, an identifier longer than 64 characters, or a
+	// permission outside "raup"). InvalidXmlDocument, 400, as Azure reports
+	// it for the ACL body.
+	ErrInvalidAccessPolicy = &Error{Code: CodeInvalidXMLDocument, StatusCode: http.StatusBadRequest,
+		Message: "the access policy is invalid", kind: ErrInvalidArgument}
+)

@@ -1,0 +1,49 @@
+package azq
+
+import (
+	"strings"
+	"time"
+)
+
+// MaxAccessPolicies is the number of stored access policies Azure allows on
+// one queue.
+const MaxAccessPolicies = 5
+
+// AccessPolicy is a stored access policy of a queue (a signed identifier in
+// Azure's Get/Set Queue ACL). A service SAS that names the policy by ID takes
+// its start, expiry and permissions from it, so changing or removing the
+// policy revokes such tokens.
+type AccessPolicy struct {
+	// ID names the policy; 1 to 64 characters.
+	ID string
+	// Start is when the policy becomes valid; zero means "not set".
+	Start time.Time
+	// Expiry is when the policy stops being valid; zero means "not set".
+	Expiry time.Time
+	// Permission is a subset of "raup": read (peek, metadata), add (put),
+	// update, process (get and delete). Empty means "not set".
+	Permission string
+}
+
+// validateAccessPolicies checks a whole ACL as Set Queue ACL receives it.
+func validateAccessPolicies(ps []AccessPolicy) error {
+	if len(ps) > MaxAccessPolicies {
+		return newError(ErrInvalidAccessPolicy, "", "at most 5 stored access policies are allowed on a queue")
+	}
+	for i, p := range ps {
+		if p.ID == "" || len(p.ID) > 64 {
+			return newError(ErrInvalidAccessPolicy, "", "a stored access policy ID must have 1 to 64 characters")
+		}
+		for j := 0; j < i; j++ {
+			if ps[j].ID == p.ID {
+				return newError(ErrInvalidAccessPolicy, "", "stored access policy IDs must be unique: "+p.ID)
+			}
+		}
+		for _, c := range p.Permission {
+			if !strings.ContainsRune("raup", c) {
+				return newError(ErrInvalidAccessPolicy, "", "a stored access policy permission may contain only r, a, u and p")
+			}
+		}
+	}
+	return nil
+}

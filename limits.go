@@ -1,0 +1,134 @@
+package azq
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Limits are the bounds azq enforces. The zero value of each field means
+// Azure's value, so Limits{} is Azure's limits and a simulation can change
+// just the ones it cares about.
+type Limits struct {
+	// MaxMessageSize is the largest message content in bytes. Azure: 65,536.
+	MaxMessageSize int
+	// MaxMessagesPerGet is the most messages one Get or Peek may ask for.
+	// Azure: 32.
+	MaxMessagesPerGet int
+	// MaxVisibilityTimeout bounds the visibility timeout of Put, Get and
+	// Update. Azure: 7 days.
+	MaxVisibilityTimeout time.Duration
+	// MinGetVisibilityTimeout is the shortest visibility timeout Get
+	// accepts. Azure: 1 second.
+	MinGetVisibilityTimeout time.Duration
+	// DefaultTimeToLive applies when PutOptions.TimeToLive is zero.
+	// Azure: 7 days.
+	DefaultTimeToLive time.Duration
+	// MaxTimeToLive caps PutOptions.TimeToLive and forbids NeverExpires
+	// when positive, as Azure did before version 2017-07-29 (7 days then).
+	// Zero means no cap, as Azure today.
+	MaxTimeToLive time.Duration
+}
+
+// Azure's limits (spec §5).
+const (
+	azureMaxMessageSize      = 64 << 10
+	azureMaxMessagesPerGet   = 32
+	azureMaxVisibility       = 7 * 24 * time.Hour
+	azureMinGetVisibility    = time.Second
+	azureDefaultTimeToLive   = 7 * 24 * time.Hour
+	azureMaxListQueueResults = 5000
+)
+
+// withDefaults fills each zero or negative field with Azure's value.
+func (l Limits) withDefaults() Limits {
+	if l.MaxMessageSize <= 0 {
+		l.MaxMessageSize = azureMaxMessageSize
+	}
+	if l.MaxMessagesPerGet <= 0 {
+		l.MaxMessagesPerGet = azureMaxMessagesPerGet
+	}
+	if l.MaxVisibilityTimeout <= 0 {
+		l.MaxVisibilityTimeout = azureMaxVisibility
+	}
+	if l.MinGetVisibilityTimeout <= 0 {
+		l.MinGetVisibilityTimeout = azureMinGetVisibility
+	}
+	if l.DefaultTimeToLive <= 0 {
+		l.DefaultTimeToLive = azureDefaultTimeToLive
+	}
+	if l.MaxTimeToLive < 0 {
+		l.MaxTimeToLive = 0
+	}
+	return l
+}
+
+// Option configures a Queue or a Service.
+type Option func(*config)
+
+type config struct {
+	clock  clock.Clock
+	limits Limits
+}
+
+func newConfig(opts []Option) config {
+	c := config{clock: clock.New()}
+	for _, o := range opts {
+		o(&c)
+	}
+	c.limits = c.limits.withDefaults()
+	return c
+}
+
+// WithClock makes the queue (or every queue of a service) read time from c,
+// typically a *clock.Mock in tests. The default is the real clock.
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) {
+		if c != nil {
+			cfg.clock = c
+		}
+	}
+}
+
+// WithLimits replaces Azure's limits; zero fields keep Azure's values.
+func WithLimits(l Limits) Option {
+	return func(cfg *config) { cfg.limits = l }
+}
+
+// outOfRange builds Azure's OutOfRangeQueryParameterValue error for a
+// duration parameter, with its bounds in seconds as Azure writes them.
+// A zero max means "no upper bound" and is left out.
+func outOfRange(param string, v, min, max time.Duration) error {
+	d := []Detail{
+		{"QueryParameterName", param},
+		{"QueryParameterValue", seconds(v)},
+		{"MinimumAllowed", seconds(min)},
+	}
+	if max > 0 {
+		d = append(d, Detail{"MaximumAllowed", seconds(max)})
+	}
+	return newError(ErrOutOfRange, "", "the value of "+param+" is out of range", d...)
+}
+
+// outOfRangeInt is outOfRange for a count parameter.
+func outOfRangeInt(param string, v, min, max int) error {
+	return newError(ErrOutOfRange, "", "the value of "+param+" is out of range",
+		Detail{"QueryParameterName", param},
+		Detail{"QueryParameterValue", strconv.Itoa(v)},
+		Detail{"MinimumAllowed", strconv.Itoa(min)},
+		Detail{"MaximumAllowed", strconv.Itoa(max)})
+}
+
+// seconds writes d as Azure's parameters do, in whole seconds; a
+// sub-second value, possible only with custom limits, keeps its fraction.
+// NeverExpires is -1, its value on the wire.
+func seconds(d time.Duration) string {
+	if d == NeverExpires {
+		return "-1"
+	}
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}

@@ -1,0 +1,376 @@
+package azq
+
+import (
+	"context"
+	crand "crypto/rand"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/tidwall/btree"
+)
+
+// Queue is one Azure-style queue held in memory. Create one with New, or as
+// a named queue of a Service. All methods are safe for concurrent use.
+//
+// Messages come out of Get in order of their next-visible time, then of
+// insertion; like Azure, azq promises no more than that, and a message whose
+// lease lapsed comes back after newer ones that were visible earlier.
+type Queue struct {
+	name   string
+	clock  clock.Clock
+	mock   *clock.Mock // clock, if it is a mock; see Receive
+	limits Limits
+
+	mu       sync.Mutex
+	store    slotStore
+	vis      *btree.BTreeG[visItem]
+	expiry   expiryHeap
+	count    int    // stored, unexpired messages
+	seq      uint64 // last insertion sequence handed out
+	rng      *rand.ChaCha8
+	wake     chan struct{} // closed by Put/Update to wake Receive; nil if nobody waits
+	waiters  int
+	closed   bool
+	metadata map[string]string
+	policies []AccessPolicy
+}
+
+// New returns an empty queue that is not part of a Service. Options set its
+// clock (WithClock) and limits (WithLimits).
+func New(opts ...Option) *Queue {
+	return newQueue("", newConfig(opts), nil)
+}
+
+func newQueue(name string, cfg config, metadata map[string]string) *Queue {
+	// Message IDs and receipt tags come from a ChaCha8 generator seeded
+	// from the operating system: unguessable like crypto/rand, but without
+	// a system call per message, and without touching the uuid package's
+	// global state.
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		panic("azq: cannot seed the random generator: " + err.Error())
+	}
+	q := &Queue{
+		name:     name,
+		clock:    cfg.clock,
+		limits:   cfg.limits,
+		vis:      newVisIndex(),
+		rng:      rand.NewChaCha8(seed),
+		metadata: metadata,
+	}
+	q.mock, _ = cfg.clock.(*clock.Mock)
+	return q
+}
+
+// Name returns the queue's name; a queue made by New has none.
+func (q *Queue) Name() string { return q.name }
+
+// Limits returns the limits the queue enforces.
+func (q *Queue) Limits() Limits { return q.limits }
+
+// Clock returns the clock the queue reads time from.
+func (q *Queue) Clock() clock.Clock { return q.clock }
+
+func (q *Queue) now() int64 { return q.clock.Now().UnixNano() }
+
+func (q *Queue) closedErr() error {
+	return newError(ErrQueueNotFound, "", "the queue "+quoteTrunc(q.name)+" does not exist: it was deleted or closed")
+}
+
+// lock takes the queue's lock for an operation at time now, after checking
+// ctx, and purges expired messages. On error the lock is not held.
+func (q *Queue) lock(ctx context.Context, now int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return q.closedErr()
+	}
+	q.purgeExpired(now)
+	return nil
+}
+
+// PutOptions are the optional settings of Put. The zero value puts a message
+// that is visible at once and lives for the default time-to-live.
+type PutOptions struct {
+	// VisibilityTimeout delays the message: it becomes visible this long
+	// after Put. 0 to 7 days, and shorter than the time-to-live.
+	VisibilityTimeout time.Duration
+	// TimeToLive is how long the message lives: 0 means the default (7
+	// days), NeverExpires means forever, any other value must be positive.
+	TimeToLive time.Duration
+}
+
+// Put adds a message with the given content. The returned Message carries
+// the new ID, the times, and a pop receipt that can Update or Delete the
+// message until its first Get, as Azure's does. Content over the size limit
+// gives ErrMessageTooLarge; a bad visibility timeout or time-to-live gives
+// ErrOutOfRange, or ErrInvalidArgument when the visibility timeout is not
+// shorter than the time-to-live.
+func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Message, error) {
+	var o PutOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := q.checkContent(content); err != nil {
+		return Message{}, err
+	}
+	ttl, err := q.limits.checkTimeToLive(o.TimeToLive)
+	if err != nil {
+		return Message{}, err
+	}
+	if err := checkVisibility(o.VisibilityTimeout, 0, q.limits.MaxVisibilityTimeout); err != nil {
+		return Message{}, err
+	}
+	if ttl != NeverExpires && o.VisibilityTimeout >= ttl {
+		return Message{}, newError(ErrInvalidArgument, "", "the visibility timeout must be shorter than the time-to-live",
+			Detail{"QueryParameterName", "visibilitytimeout"},
+			Detail{"QueryParameterValue", seconds(o.VisibilityTimeout)},
+			Detail{"Reason", "messagettl must be greater than visibilitytimeout"})
+	}
+
+	now := q.now()
+	if err := q.lock(ctx, now); err != nil {
+		return Message{}, err
+	}
+	slot, n := q.store.alloc()
+	q.seq++
+	n.content = content
+	q.rng.Read(n.id[:])
+	n.id[6] = n.id[6]&0x0f | 0x40 // UUID version 4
+	n.id[8] = n.id[8]&0x3f | 0x80 // RFC 4122 variant
+	n.inserted = now
+	n.visible = addNanos(now, o.VisibilityTimeout)
+	n.expires = neverExpires
+	if ttl != NeverExpires {
+		n.expires = addNanos(now, ttl)
+		q.expiry.push(expiryEntry{at: n.expires, slot: slot, stamp: uint32(q.seq)})
+	}
+	n.seq = q.seq
+	n.tag = q.rng.Uint64()
+	q.vis.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+	q.count++
+	m := n.message()
+	m.PopReceipt = newReceipt(slot, n.version, n.tag)
+	q.wakeWaiters()
+	q.mu.Unlock()
+	return m, nil
+}
+
+func (q *Queue) checkContent(content string) error {
+	if len(content) > q.limits.MaxMessageSize {
+		return newError(ErrMessageTooLarge, "", "the message content is larger than the limit",
+			Detail{"MaxLimit", strconv.Itoa(q.limits.MaxMessageSize)})
+	}
+	return nil
+}
+
+func (q *Queue) checkGet(n int, visibility time.Duration) error {
+	if n < 1 || n > q.limits.MaxMessagesPerGet {
+		return outOfRangeInt("numofmessages", n, 1, q.limits.MaxMessagesPerGet)
+	}
+	return checkVisibility(visibility, q.limits.MinGetVisibilityTimeout, q.limits.MaxVisibilityTimeout)
+}
+
+// Get takes up to n visible messages (1 to 32) off the front of the queue
+// and hides them for the visibility timeout (1 second to 7 days; Azure's
+// default is DefaultVisibilityTimeout). Each returned message has a fresh
+// pop receipt, which kills the one issued before, and its DequeueCount
+// increased by one. Get returns an empty slice, not an error, when nothing
+// is visible; Receive waits instead.
+func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]Message, error) {
+	if err := q.checkGet(n, visibility); err != nil {
+		return nil, err
+	}
+	now := q.now()
+	if err := q.lock(ctx, now); err != nil {
+		return nil, err
+	}
+	msgs := q.get(now, n, visibility)
+	q.mu.Unlock()
+	return msgs, nil
+}
+
+// get dequeues up to n visible messages. q.mu must be held.
+func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
+	var msgs []Message
+	hidden := addNanos(now, visibility)
+	for len(msgs) < n {
+		it, ok := q.vis.Min()
+		if !ok || it.at > now {
+			break
+		}
+		if msgs == nil {
+			msgs = make([]Message, 0, min(n, q.vis.Len()))
+		}
+		q.vis.PopMin()
+		nd := q.store.at(it.slot)
+		nd.visible = hidden
+		nd.dequeues++
+		nd.version++
+		nd.tag = q.rng.Uint64()
+		// hidden > now, so the message is not met again in this loop.
+		q.vis.Set(visItem{at: hidden, seq: nd.seq, slot: it.slot})
+		m := nd.message()
+		m.PopReceipt = newReceipt(it.slot, nd.version, nd.tag)
+		msgs = append(msgs, m)
+	}
+	if msgs == nil {
+		return []Message{}
+	}
+	return msgs
+}
+
+// Peek returns up to n visible messages (1 to 32) without changing
+// anything: no receipt, no change of visibility or DequeueCount.
+func (q *Queue) Peek(ctx context.Context, n int) ([]Message, error) {
+	if n < 1 || n > q.limits.MaxMessagesPerGet {
+		return nil, outOfRangeInt("numofmessages", n, 1, q.limits.MaxMessagesPerGet)
+	}
+	now := q.now()
+	if err := q.lock(ctx, now); err != nil {
+		return nil, err
+	}
+	msgs := []Message{}
+	q.vis.Scan(func(it visItem) bool {
+		if it.at > now {
+			return false
+		}
+		if len(msgs) == 0 {
+			msgs = make([]Message, 0, min(n, q.vis.Len()))
+		}
+		msgs = append(msgs, q.store.at(it.slot).message())
+		return len(msgs) < n
+	})
+	q.mu.Unlock()
+	return msgs, nil
+}
+
+// find returns the slot and node that receipt names if it is the current
+// receipt of the message id. q.mu must be held and expired messages purged.
+func (q *Queue) find(id MessageID, r PopReceipt) (uint32, *node, error) {
+	if r.IsZero() {
+		return 0, nil, errZeroReceipt
+	}
+	slot := r.slot()
+	n := q.store.lookup(slot)
+	if n == nil || n.id != id || n.version != r.version() || n.tag != r.tag() {
+		return 0, nil, newError(ErrMessageNotFound, "",
+			"the message "+id.String()+" does not exist, or the pop receipt is no longer its current one")
+	}
+	return slot, n, nil
+}
+
+// Delete removes the message id. The receipt must be the message's current
+// one; a stale receipt (the message was dequeued again or updated since) or
+// a message that is gone gives ErrMessageNotFound, as Azure answers. A
+// receipt stays current after its visibility timeout lapses as long as
+// nobody has dequeued the message again.
+func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) error {
+	now := q.now()
+	if err := q.lock(ctx, now); err != nil {
+		return err
+	}
+	slot, n, err := q.find(id, receipt)
+	if err != nil {
+		q.mu.Unlock()
+		return err
+	}
+	q.vis.Delete(visItem{at: n.visible, seq: n.seq})
+	q.forgetExpiry(n)
+	q.store.release(slot)
+	q.count--
+	q.mu.Unlock()
+	return nil
+}
+
+// Update changes the visibility of the message id, making it visible again
+// after visibility (0 to 7 days), and replaces its content unless content is
+// nil. It needs the current receipt (see Delete) and returns a new one; the
+// old receipt dies. Update renews a lease (call it before the visibility
+// timeout lapses) and saves progress in the content so that another consumer
+// can resume. DequeueCount and the expiration time do not change; a
+// visibility past the expiration time is allowed, and expiry wins.
+func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, visibility time.Duration, content *string) (UpdateResult, error) {
+	if err := checkVisibility(visibility, 0, q.limits.MaxVisibilityTimeout); err != nil {
+		return UpdateResult{}, err
+	}
+	if content != nil {
+		if err := q.checkContent(*content); err != nil {
+			return UpdateResult{}, err
+		}
+	}
+	now := q.now()
+	if err := q.lock(ctx, now); err != nil {
+		return UpdateResult{}, err
+	}
+	slot, n, err := q.find(id, receipt)
+	if err != nil {
+		q.mu.Unlock()
+		return UpdateResult{}, err
+	}
+	q.vis.Delete(visItem{at: n.visible, seq: n.seq})
+	n.visible = addNanos(now, visibility)
+	q.vis.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+	if content != nil {
+		n.content = *content
+	}
+	n.version++
+	n.tag = q.rng.Uint64()
+	res := UpdateResult{PopReceipt: newReceipt(slot, n.version, n.tag), NextVisibleTime: fromNanos(n.visible)}
+	if visibility == 0 {
+		q.wakeWaiters()
+	}
+	q.mu.Unlock()
+	return res, nil
+}
+
+// Clear deletes every message, visible or not. Every receipt dies.
+func (q *Queue) Clear(ctx context.Context) error {
+	now := q.now()
+	if err := q.lock(ctx, now); err != nil {
+		return err
+	}
+	q.clearLocked()
+	q.mu.Unlock()
+	return nil
+}
+
+func (q *Queue) clearLocked() {
+	q.vis.Clear()
+	q.expiry.reset()
+	q.store.reset()
+	q.count = 0
+}
+
+// ApproximateCount returns the number of messages in the queue, visible or
+// not. Azure's count is approximate and never below the true count; azq's is
+// exact, because expired messages are purged before counting.
+func (q *Queue) ApproximateCount(ctx context.Context) (int, error) {
+	now := q.now()
+	if err := q.lock(ctx, now); err != nil {
+		return 0, err
+	}
+	n := q.count
+	q.mu.Unlock()
+	return n, nil
+}
+
+// Close deletes the queue and its messages and wakes every waiting
+// Receive. Afterwards every operation returns ErrQueueNotFound, as it would
+// for a deleted queue. Close is idempotent and always returns nil.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		q.clearLocked()
+		q.wakeWaiters()
+	}
+	q.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,110 @@
+package azq
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"net/http"
+)
+
+// A pop receipt is 17 bytes, written as 24 characters of standard base64
+// (so it may contain '+', '/' and '=' and must be URL-encoded, as Azure's
+// receipts must):
+//
+//	byte 0      format version (1)
+//	bytes 1-4   slot of the message in the queue's store (big endian)
+//	bytes 5-8   receipt version: the message's count of Gets and Updates
+//	bytes 9-16  random tag drawn for this receipt alone
+//
+// The slot lets Update and Delete find the message without a hash lookup;
+// the version and the tag must both match the message's current ones, so a
+// receipt dies as soon as the message is dequeued again, updated, deleted or
+// expires, and a forged receipt would have to guess 64 random bits.
+const (
+	receiptLen     = 17
+	receiptTextLen = 24 // base64.StdEncoding.EncodedLen(receiptLen)
+	receiptFormat  = 1
+)
+
+// PopReceipt is the opaque token that proves the holder is the latest
+// consumer of a message. Put, Get and Update issue one; Update and Delete
+// require the current one. The zero PopReceipt is never valid.
+//
+// A PopReceipt is a small comparable value, so issuing one allocates
+// nothing. Its String form is what the REST API sends; ParsePopReceipt reads
+// it back.
+type PopReceipt struct {
+	b [receiptLen]byte
+}
+
+// String returns the receipt's text form, 24 characters of standard base64.
+// The zero receipt's text is empty.
+func (r PopReceipt) String() string {
+	if r.IsZero() {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(r.b[:])
+}
+
+// IsZero reports whether r is the zero receipt.
+func (r PopReceipt) IsZero() bool { return r == PopReceipt{} }
+
+// MarshalText encodes the receipt's text form.
+func (r PopReceipt) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText decodes a receipt written by MarshalText or String.
+func (r *PopReceipt) UnmarshalText(b []byte) error {
+	p, err := ParsePopReceipt(string(b))
+	if err != nil {
+		return err
+	}
+	*r = p
+	return nil
+}
+
+// ParsePopReceipt reads the text form of a receipt. Text that azq could not
+// have issued (wrong length, not base64, unknown format) gives
+// ErrInvalidPopReceipt, Azure's 400 InvalidQueryParameterValue with the
+// reason "invalid pop receipt format". A well-formed receipt that is stale
+// or forged parses fine and is refused later with ErrMessageNotFound, as
+// Azure refuses it.
+func ParsePopReceipt(s string) (PopReceipt, error) {
+	var r PopReceipt
+	var buf [18]byte // DecodedLen(24) is 18; the padding leaves 17 bytes
+	if len(s) != receiptTextLen {
+		return r, invalidReceipt(s)
+	}
+	n, err := base64.StdEncoding.Strict().Decode(buf[:], []byte(s))
+	if err != nil || n != receiptLen || buf[0] != receiptFormat {
+		return r, invalidReceipt(s)
+	}
+	copy(r.b[:], buf[:receiptLen])
+	return r, nil
+}
+
+func invalidReceipt(s string) error {
+	return newError(ErrInvalidPopReceipt, "", "the pop receipt "+quoteTrunc(s)+" is not a valid pop receipt",
+		Detail{"QueryParameterName", "popreceipt"},
+		Detail{"QueryParameterValue", s},
+		Detail{"Reason", "Invalid pop receipt format"})
+}
+
+// newReceipt builds the receipt for a message at slot with its current
+// version and tag.
+func newReceipt(slot uint32, version uint32, tag uint64) PopReceipt {
+	var r PopReceipt
+	r.b[0] = receiptFormat
+	binary.BigEndian.PutUint32(r.b[1:5], slot)
+	binary.BigEndian.PutUint32(r.b[5:9], version)
+	binary.BigEndian.PutUint64(r.b[9:17], tag)
+	return r
+}
+
+func (r PopReceipt) slot() uint32    { return binary.BigEndian.Uint32(r.b[1:5]) }
+func (r PopReceipt) version() uint32 { return binary.BigEndian.Uint32(r.b[5:9]) }
+func (r PopReceipt) tag() uint64     { return binary.BigEndian.Uint64(r.b[9:17]) }
+
+// errZeroReceipt is returned for a zero PopReceipt, which azq never issues:
+// the caller forgot to pass the receipt, which Azure reports as a missing
+// required parameter.
+var errZeroReceipt = &Error{Code: "MissingRequiredQueryParameter", StatusCode: http.StatusBadRequest,
+	Message: "a pop receipt is required", Details: []Detail{{"QueryParameterName", "popreceipt"}}, kind: ErrInvalidPopReceipt}

@@ -1,0 +1,208 @@
+package azq
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"sync"
+
+	"github.com/benbjohnson/clock"
+	"github.com/tidwall/btree"
+)
+
+// Service holds named queues, as an Azure storage account does. Its queues
+// share the Service's clock and limits. All methods are safe for concurrent
+// use.
+type Service struct {
+	cfg    config
+	mu     sync.Mutex
+	queues *btree.Map[string, *Queue] // ordered by name, for ListQueues
+	closed bool
+}
+
+// NewService returns a Service with no queues. Options set the clock and
+// limits of every queue it creates.
+func NewService(opts ...Option) *Service {
+	return &Service{cfg: newConfig(opts), queues: new(btree.Map[string, *Queue])}
+}
+
+// Clock returns the clock the Service's queues read time from.
+func (s *Service) Clock() clock.Clock { return s.cfg.clock }
+
+// Limits returns the limits the Service's queues enforce.
+func (s *Service) Limits() Limits { return s.cfg.limits }
+
+func (s *Service) closedErr() error {
+	return newError(ErrQueueNotFound, "", "the service is closed")
+}
+
+// CreateQueue creates the queue name with a copy of metadata and returns
+// it with created set. If the queue exists with the same metadata (names
+// compared ignoring case, values exactly), CreateQueue returns it with
+// created unset, as Azure answers 204 then; with different metadata it
+// returns ErrQueueAlreadyExists. A bad name gives ErrInvalidQueueName and
+// bad metadata ErrInvalidMetadata.
+func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[string]string) (q *Queue, created bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if err := ValidateQueueName(name); err != nil {
+		return nil, false, err
+	}
+	if err := ValidateMetadata(metadata); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false, s.closedErr()
+	}
+	if q, ok := s.queues.Get(name); ok {
+		q.mu.Lock()
+		same := sameMetadata(q.metadata, metadata)
+		q.mu.Unlock()
+		if !same {
+			return nil, false, newError(ErrQueueAlreadyExists, "", "the queue "+quoteTrunc(name)+" already exists with different metadata")
+		}
+		return q, false, nil
+	}
+	q = newQueue(name, s.cfg, cloneMetadata(metadata))
+	s.queues.Set(name, q)
+	return q, true, nil
+}
+
+// Queue returns the queue name, or ErrQueueNotFound.
+func (s *Service) Queue(name string) (*Queue, error) {
+	s.mu.Lock()
+	q, ok := s.queues.Get(name)
+	s.mu.Unlock()
+	if !ok {
+		return nil, newError(ErrQueueNotFound, "", "the queue "+quoteTrunc(name)+" does not exist")
+	}
+	return q, nil
+}
+
+// DeleteQueue deletes the queue name and its messages. Handles to it
+// already held get ErrQueueNotFound from then on, and waiting Receive calls
+// return. A queue that does not exist gives ErrQueueNotFound.
+func (s *Service) DeleteQueue(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	q, ok := s.queues.Delete(name)
+	s.mu.Unlock()
+	if !ok {
+		return newError(ErrQueueNotFound, "", "the queue "+quoteTrunc(name)+" does not exist")
+	}
+	return q.Close()
+}
+
+// ListQueuesOptions select a page of ListQueues.
+type ListQueuesOptions struct {
+	// Prefix keeps only queues whose names start with it.
+	Prefix string
+	// Marker continues a listing where the previous page's NextMarker
+	// left it; empty starts at the beginning.
+	Marker string
+	// MaxResults is the page size, 1 to 5000; zero means 5000.
+	MaxResults int
+	// IncludeMetadata fills QueueItem.Metadata.
+	IncludeMetadata bool
+}
+
+// QueueItem is one queue in a ListQueues page.
+type QueueItem struct {
+	Name     string
+	Metadata map[string]string // nil unless IncludeMetadata was set
+}
+
+// ListQueuesPage is one page of ListQueues.
+type ListQueuesPage struct {
+	Queues []QueueItem
+	// NextMarker continues the listing; empty when this is the last page.
+	NextMarker string
+}
+
+// ListQueues returns the queues in name order, a page at a time. A
+// MaxResults outside 1 to 5000 gives ErrOutOfRange; a marker that
+// ListQueues did not return gives ErrInvalidMarker.
+func (s *Service) ListQueues(ctx context.Context, opts ListQueuesOptions) (ListQueuesPage, error) {
+	if err := ctx.Err(); err != nil {
+		return ListQueuesPage{}, err
+	}
+	max := opts.MaxResults
+	if max == 0 {
+		max = azureMaxListQueueResults
+	}
+	if max < 1 || max > azureMaxListQueueResults {
+		return ListQueuesPage{}, outOfRangeInt("maxresults", opts.MaxResults, 1, azureMaxListQueueResults)
+	}
+	start := opts.Prefix
+	if opts.Marker != "" {
+		m, err := decodeMarker(opts.Marker)
+		if err != nil {
+			return ListQueuesPage{}, err
+		}
+		if m > start {
+			start = m
+		}
+	}
+	var page ListQueuesPage
+	var queues []*Queue
+	s.mu.Lock()
+	s.queues.Ascend(start, func(name string, q *Queue) bool {
+		if !strings.HasPrefix(name, opts.Prefix) {
+			return false
+		}
+		if len(page.Queues) == max {
+			page.NextMarker = encodeMarker(name)
+			return false
+		}
+		page.Queues = append(page.Queues, QueueItem{Name: name})
+		queues = append(queues, q)
+		return true
+	})
+	s.mu.Unlock()
+	if opts.IncludeMetadata {
+		for i, q := range queues {
+			q.mu.Lock()
+			page.Queues[i].Metadata = cloneMetadata(q.metadata)
+			q.mu.Unlock()
+		}
+	}
+	return page, nil
+}
+
+// A marker names the first queue of the next page. It is opaque to callers:
+// base64 of a version byte and the name, so that it is not mistaken for a
+// name and a hand-made one is detected.
+const markerVersion = '1'
+
+func encodeMarker(name string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(string(markerVersion) + name))
+}
+
+func decodeMarker(m string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(m)
+	if err != nil || len(b) < 1 || b[0] != markerVersion || ValidateQueueName(string(b[1:])) != nil {
+		return "", newError(ErrInvalidMarker, "", "the marker "+quoteTrunc(m)+" was not returned by ListQueues",
+			Detail{"QueryParameterName", "marker"}, Detail{"QueryParameterValue", m})
+	}
+	return string(b[1:]), nil
+}
+
+// Close deletes every queue, waking their waiting Receive calls. Afterwards
+// CreateQueue returns ErrQueueNotFound. Close always returns nil.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	var qs []*Queue
+	s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
+	s.queues.Clear()
+	s.mu.Unlock()
+	for _, q := range qs {
+		q.Close()
+	}
+	return nil
+}

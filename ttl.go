@@ -1,0 +1,177 @@
+package azq
+
+import (
+	"math"
+	"time"
+)
+
+// NeverExpires, as PutOptions.TimeToLive, makes a message that never
+// expires (messagettl=-1 on the wire). Azure reports its expiration time as
+// 9999-12-31T23:59:59Z.
+const NeverExpires time.Duration = -1
+
+// neverExpires is the internal expiration time of a message that never
+// expires; it sorts after every real time.
+const neverExpires int64 = math.MaxInt64
+
+// farFuture is the expiration time Azure reports for a message that never
+// expires.
+var farFuture = time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC)
+
+func expirationTime(ns int64) time.Time {
+	if ns == neverExpires {
+		return farFuture
+	}
+	return fromNanos(ns)
+}
+
+// addNanos returns now+d, saturating below neverExpires so that a finite
+// time-to-live never turns into "never".
+func addNanos(now int64, d time.Duration) int64 {
+	if int64(d) > neverExpires-1-now {
+		return neverExpires - 1
+	}
+	return now + int64(d)
+}
+
+// expiryEntry records when the message in slot expires. Entries are not
+// removed when a message is deleted: the stamp (the low bits of the
+// message's sequence number) and the time tell a live entry from a stale
+// one, and stale entries are dropped when they reach the top of the heap or
+// when the heap is compacted. That keeps Delete away from the expiry index.
+type expiryEntry struct {
+	at    int64
+	slot  uint32
+	stamp uint32
+}
+
+// expiryHeap is a binary min-heap of expiry entries, ordered by time.
+type expiryHeap struct {
+	items []expiryEntry
+	stale int // entries known to refer to deleted messages
+}
+
+func (h *expiryHeap) push(e expiryEntry) {
+	h.items = append(h.items, e)
+	h.up(len(h.items) - 1)
+}
+
+// popMin removes the earliest entry.
+func (h *expiryHeap) popMin() {
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	if last > 0 {
+		h.down(0)
+	}
+}
+
+func (h *expiryHeap) up(i int) {
+	it := h.items
+	for i > 0 {
+		p := (i - 1) / 2
+		if it[p].at <= it[i].at {
+			break
+		}
+		it[p], it[i] = it[i], it[p]
+		i = p
+	}
+}
+
+func (h *expiryHeap) down(i int) {
+	it := h.items
+	n := len(it)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && it[r].at < it[l].at {
+			m = r
+		}
+		if it[i].at <= it[m].at {
+			return
+		}
+		it[i], it[m] = it[m], it[i]
+		i = m
+	}
+}
+
+// compact drops every stale entry and restores the heap order in O(n).
+func (h *expiryHeap) compact(live func(expiryEntry) bool) {
+	kept := h.items[:0]
+	for _, e := range h.items {
+		if live(e) {
+			kept = append(kept, e)
+		}
+	}
+	clear(h.items[len(kept):])
+	h.items = kept
+	h.stale = 0
+	for i := len(kept)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *expiryHeap) reset() { *h = expiryHeap{} }
+
+// expiryLive reports whether e still describes the message in its slot.
+func (q *Queue) expiryLive(e expiryEntry) bool {
+	n := q.store.lookup(e.slot)
+	return n != nil && uint32(n.seq) == e.stamp && n.expires == e.at
+}
+
+// purgeExpired removes every message whose expiration time has come. It
+// runs at the start of each operation, so expired messages are never seen,
+// without a background goroutine and without scanning: the heap's top says
+// whether anything is due.
+func (q *Queue) purgeExpired(now int64) {
+	h := &q.expiry
+	for len(h.items) > 0 && h.items[0].at <= now {
+		e := h.items[0]
+		h.popMin()
+		if !q.expiryLive(e) {
+			h.stale--
+			continue
+		}
+		n := q.store.at(e.slot)
+		q.vis.Delete(visItem{at: n.visible, seq: n.seq})
+		q.store.release(e.slot)
+		q.count--
+	}
+}
+
+// forgetExpiry records that the message being removed from slot left a
+// stale entry behind, and compacts the heap once stale entries outnumber
+// live ones, which keeps its size within twice the live count at an
+// amortized O(1) cost per removal.
+func (q *Queue) forgetExpiry(n *node) {
+	if n.expires == neverExpires {
+		return
+	}
+	h := &q.expiry
+	h.stale++
+	if h.stale > 1024 && h.stale > len(h.items)/2 {
+		h.compact(q.expiryLive)
+	}
+}
+
+// checkTimeToLive validates a time-to-live from PutOptions and returns the
+// effective one (zero means the default; NeverExpires means never).
+func (l *Limits) checkTimeToLive(ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ttl == 0:
+		return l.DefaultTimeToLive, nil
+	case ttl == NeverExpires:
+		if l.MaxTimeToLive > 0 {
+			return 0, outOfRange("messagettl", ttl, time.Second, l.MaxTimeToLive)
+		}
+		return NeverExpires, nil
+	case ttl < 0:
+		return 0, outOfRange("messagettl", ttl, -1, l.MaxTimeToLive)
+	case l.MaxTimeToLive > 0 && ttl > l.MaxTimeToLive:
+		return 0, outOfRange("messagettl", ttl, time.Second, l.MaxTimeToLive)
+	}
+	return ttl, nil
+}

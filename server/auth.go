@@ -1,0 +1,266 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/azqlib/azq"
+)
+
+// Account is one storage account the server answers for. Requests name
+// the account in the host (host-style URLs) or in the first path segment
+// (path-style, as the emulators use), and are signed with one of its keys.
+type Account struct {
+	// Name is the account name, e.g. "devstoreaccount1".
+	Name string
+	// Keys are the base64 account keys (key1, key2). A request signed
+	// with any of them is accepted, so that key rotation can be simulated.
+	Keys []string
+}
+
+// developmentAccountKey is the key Azure's storage emulators publish for
+// devstoreaccount1. It is public by design: tools and SDKs hard-code it.
+const developmentAccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+// DevelopmentAccount returns the well-known emulator account
+// devstoreaccount1 with its well-known key, so that code and tools written
+// for Azurite or the older storage emulator work unchanged.
+func DevelopmentAccount() Account {
+	return Account{Name: "devstoreaccount1", Keys: []string{developmentAccountKey}}
+}
+
+// ConnectionString returns an Azure Storage connection string for the
+// account at the given queue endpoint (e.g.
+// "http://127.0.0.1:10001/devstoreaccount1"), using its first key:
+//
+//	DefaultEndpointsProtocol=http;AccountName=…;AccountKey=…;QueueEndpoint=…;
+//
+// The protocol follows the endpoint's scheme. The Go SDK needs
+// QueueEndpoint here because it does not understand
+// UseDevelopmentStorage=true.
+func (a Account) ConnectionString(queueEndpoint string) string {
+	proto := "http"
+	if strings.HasPrefix(strings.ToLower(queueEndpoint), "https://") {
+		proto = "https"
+	}
+	var b strings.Builder
+	b.WriteString("DefaultEndpointsProtocol=" + proto + ";")
+	b.WriteString("AccountName=" + a.Name + ";")
+	if len(a.Keys) > 0 {
+		b.WriteString("AccountKey=" + a.Keys[0] + ";")
+	}
+	b.WriteString("QueueEndpoint=" + queueEndpoint + ";")
+	return b.String()
+}
+
+// keyBytes returns the decoded account keys. Keys that are not valid
+// base64 are skipped: a misconfigured key must make signatures fail, not
+// make the server panic.
+func (a *Account) keyBytes() [][]byte {
+	out := make([][]byte, 0, len(a.Keys))
+	for _, k := range a.Keys {
+		b, err := base64.StdEncoding.DecodeString(k)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// sign returns base64(HMAC-SHA256(key, stringToSign)), the signature of
+// Shared Key, Shared Key Lite and shared access signatures alike.
+func sign(key []byte, stringToSign string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(stringToSign))
+	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// signatureMatches reports whether sig is the signature of one of the
+// candidate strings under one of the keys. Candidates exist because
+// clients legitimately differ in a few canonicalization details; every
+// candidate still covers the whole request. hmac.Equal keeps the
+// comparison constant-time.
+func signatureMatches(keys [][]byte, candidates []string, sig string) bool {
+	ok := false
+	for _, k := range keys {
+		for _, c := range candidates {
+			if hmac.Equal([]byte(sign(k, c)), []byte(sig)) {
+				ok = true
+			}
+		}
+	}
+	return ok
+}
+
+// authRequest is everything authorize needs to know about one request.
+type authRequest struct {
+	r       *http.Request
+	account *Account
+	// secondary is true when the request addressed "<account>-secondary"
+	// (host-style or path-style).
+	secondary bool
+	// queue is the queue name, "" for service-level operations.
+	queue string
+	op    operation
+	// now comes from the service's injected clock (it may be a mock clock
+	// far from real time).
+	now time.Time
+	// policy looks up a stored access policy of the named queue by ID (for
+	// service SAS with si=). found=false when the queue has no such
+	// policy; err is an *azq.Error (e.g. QueueNotFound) to return as is.
+	policy func(queue, id string) (p azq.AccessPolicy, found bool, err error)
+	// allowAnonymous is the server option that accepts unauthenticated
+	// requests. Requests that do carry credentials are still verified, so
+	// a wrong key is reported rather than silently ignored.
+	allowAnonymous bool
+}
+
+// authorize returns nil if the request may proceed, or an *azq.Error with
+// Azure's code, status and details.
+//
+// Order: CORS preflight is never authenticated; then the credential is
+// verified (Authorization header first, else a SAS in the query, else the
+// request is anonymous); only an authenticated (or allowed anonymous)
+// request learns that it cannot write to the read-only secondary.
+//
+// Date and x-ms-date are deliberately not compared with now. Azure rejects
+// requests whose date is more than about 15 minutes off, but now comes
+// from the service's clock, which tests often set to a mock time days away
+// from the client's real clock; a skew check would then reject every
+// correctly signed request. The date header is still covered by the
+// signature.
+func authorize(a authRequest) error {
+	if a.op == opPreflight {
+		return nil
+	}
+	if a.r == nil || a.r.URL == nil || a.account == nil {
+		return authFailed("The request could not be attributed to a storage account.")
+	}
+	var err error
+	switch {
+	case len(a.r.Header.Values("Authorization")) > 0:
+		err = authorizeHeader(a)
+	case queryHas(a.r.URL.RawQuery, "sig"):
+		err = authorizeSAS(a)
+	case !a.allowAnonymous:
+		// Azure answers a request without any credentials with 401
+		// NoAuthenticationInformation ("Please refer to the information
+		// in the www-authenticate header"), as observed from the real
+		// queue service in Azure/azure-sdk-for-java#40920 (a SAS sample
+		// that dropped its "?") and listed in Common REST API Error
+		// Codes. Azurite's 403 AuthenticationFailed is an emulator
+		// deviation (spec §9.6, §11 point 5).
+		return errNoAuthenticationInformation()
+	}
+	if err != nil {
+		return err
+	}
+	if a.secondary && !a.op.readOnly() {
+		// The secondary of an RA-GRS account is a read-only replica.
+		// Azure's SAS error table files operations that are refused for
+		// reasons other than the credential under AuthorizationFailure.
+		return authzFailure("Write operations are not allowed on the secondary location of the account.")
+	}
+	return nil
+}
+
+// queryHas reports whether the raw query has a parameter of that name,
+// without allocating a parsed map for requests that carry none.
+func queryHas(rawQuery, name string) bool {
+	for rawQuery != "" {
+		var part string
+		part, rawQuery, _ = strings.Cut(rawQuery, "&")
+		k, _, _ := strings.Cut(part, "=")
+		if k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// The Message texts below are Azure's; the handler appends RequestId and
+// Time as the service does. AuthenticationErrorDetail carries the reason,
+// as Azure does for 403 AuthenticationFailed; the other codes carry it too
+// because a test failing against an emulator deserves to know why.
+
+const authenticationErrorDetail = "AuthenticationErrorDetail"
+
+func authErr(code string, status int, msg, detail string) *azq.Error {
+	e := &azq.Error{Code: azq.ErrorCode(code), StatusCode: status, Message: msg}
+	if detail != "" {
+		e.Details = []azq.Detail{{Name: authenticationErrorDetail, Value: detail}}
+	}
+	return e
+}
+
+// authFailed is 403 AuthenticationFailed: the credential is present but
+// wrong (bad signature, expired or malformed SAS, unknown policy).
+func authFailed(detail string) *azq.Error {
+	return authErr("AuthenticationFailed", http.StatusForbidden,
+		"Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.",
+		detail)
+}
+
+// errNoAuthenticationInformation is 401 NoAuthenticationInformation, for
+// requests without any credential. Azure sends it with a
+// "WWW-Authenticate: Bearer authorization_uri=…, resource_id=…" challenge;
+// the handler may add bearerChallenge for clients that look for it.
+func errNoAuthenticationInformation() *azq.Error {
+	return authErr("NoAuthenticationInformation", http.StatusUnauthorized,
+		"Server failed to authenticate the request. Please refer to the information in the www-authenticate header.",
+		"")
+}
+
+// bearerChallenge is the WWW-Authenticate value Azure Storage sends with
+// 401 NoAuthenticationInformation.
+const bearerChallenge = "Bearer authorization_uri=https://login.microsoftonline.com/common/oauth2/authorize resource_id=https://storage.azure.com"
+
+// invalidAuthInfo is 400 InvalidAuthenticationInfo, for an Authorization
+// header that cannot be parsed at all. The status is what the service
+// answers in practice (e.g. "Response code 400 (Authentication information
+// is not given in the correct format. Check the value of Authorization
+// header.)" in OpenAPITools/openapi-generator CI reports); Azurite also
+// uses 400.
+func invalidAuthInfo(detail string) *azq.Error {
+	return authErr("InvalidAuthenticationInfo", http.StatusBadRequest,
+		"Authentication information is not given in the correct format. Check the value of Authorization header.",
+		detail)
+}
+
+// The following are Azure's SAS error codes (Shared access signature error
+// codes, learn.microsoft.com/rest/api/storageservices/sas-error-codes).
+
+func authzFailure(detail string) *azq.Error {
+	return authErr("AuthorizationFailure", http.StatusForbidden,
+		"This request is not authorized to perform this operation.", detail)
+}
+
+func authzPermissionMismatch(detail string) *azq.Error {
+	return authErr("AuthorizationPermissionMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this permission.", detail)
+}
+
+func authzServiceMismatch(detail string) *azq.Error {
+	return authErr("AuthorizationServiceMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this service.", detail)
+}
+
+func authzResourceTypeMismatch(detail string) *azq.Error {
+	return authErr("AuthorizationResourceTypeMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this resource type.", detail)
+}
+
+func authzProtocolMismatch(detail string) *azq.Error {
+	return authErr("AuthorizationProtocolMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this protocol.", detail)
+}
+
+func authzSourceIPMismatch(ip, detail string) *azq.Error {
+	return authErr("AuthorizationSourceIPMismatch", http.StatusForbidden,
+		"This request is not authorized to perform this operation using this source IP "+ip+".", detail)
+}

@@ -1,9 +1,17 @@
 module github.com/azqlib/azq
 
-go 1.23
+go 1.23.0
 
 require (
+	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0
+	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1
 	github.com/benbjohnson/clock v1.3.5
 	github.com/google/uuid v1.6.0
 	github.com/tidwall/btree v1.8.2
+)
+
+require (
+	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.1 // indirect
+	golang.org/x/net v0.39.0 // indirect
+	golang.org/x/text v0.24.0 // indirect
 )

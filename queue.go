@@ -315,6 +315,7 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 		return UpdateResult{}, err
 	}
 	q.vis.Delete(visItem{at: n.visible, seq: n.seq})
+	wasVisible := n.visible
 	n.visible = addNanos(now, visibility)
 	q.vis.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
 	if content != nil {
@@ -323,7 +324,9 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	n.version++
 	n.tag = q.rng.Uint64()
 	res := UpdateResult{PopReceipt: newReceipt(slot, n.version, n.tag), NextVisibleTime: fromNanos(n.visible)}
-	if visibility == 0 {
+	// A waiting Receive sleeps until the earliest next-visible time it saw;
+	// if this message now becomes visible sooner, it must look again.
+	if visibility == 0 || n.visible < wasVisible {
 		q.wakeWaiters()
 	}
 	q.mu.Unlock()

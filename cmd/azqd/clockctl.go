@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// clockPrefix is where the clock-control endpoints live. "_" can start
+// neither an account nor a queue name, so no Azure request has this path.
+const clockPrefix = "/_azq/"
+
+// clockControl serves the endpoints that read and move the emulator's mock
+// clock. mu serializes moves: clock.Mock fires due timers while it moves
+// and is not meant to be moved from two goroutines at once.
+type clockControl struct {
+	mu  sync.Mutex
+	clk *clock.Mock
+}
+
+type clockReply struct {
+	Now time.Time `json:"now"`
+}
+
+type clockError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (c *clockControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if c == nil {
+		writeJSON(w, http.StatusNotFound, clockError{"clock control is off; start azqd with -clock-control"})
+		return
+	}
+	var method string
+	switch r.URL.Path {
+	case "/_azq/clock":
+		method = http.MethodGet
+	case "/_azq/clock/advance", "/_azq/clock/set":
+		method = http.MethodPost
+	default:
+		writeJSON(w, http.StatusNotFound, clockError{"no such endpoint; see GET /_azq/clock, POST /_azq/clock/advance?by=, POST /_azq/clock/set?to="})
+		return
+	}
+	if r.Method != method && !(method == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", method)
+		writeJSON(w, http.StatusMethodNotAllowed, clockError{r.URL.Path + " takes " + method})
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clk.Now()
+	switch r.URL.Path {
+	case "/_azq/clock/advance":
+		d, err := parseAdvance(r.URL.Query().Get("by"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, clockError{err.Error()})
+			return
+		}
+		c.clk.Add(d)
+	case "/_azq/clock/set":
+		to, err := time.Parse(time.RFC3339Nano, r.URL.Query().Get("to"))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, clockError{"to: want an RFC 3339 time such as 2030-01-01T00:00:00Z"})
+			return
+		}
+		if to.Before(now) {
+			writeJSON(w, http.StatusBadRequest, clockError{fmt.Sprintf("to: the clock only moves forward; it is %s", now.UTC().Format(time.RFC3339Nano))})
+			return
+		}
+		c.clk.Set(to)
+	}
+	writeJSON(w, http.StatusOK, clockReply{Now: c.clk.Now().UTC()})
+}
+
+// parseAdvance reads the by parameter: a Go duration ("168h", "1h30m") or
+// a number of seconds ("3600", "0.5"). It must not be negative.
+func parseAdvance(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf("by: missing; want a duration such as 168h or a number of seconds")
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || secs != secs || secs > float64(1<<62)/float64(time.Second) {
+			return 0, fmt.Errorf("by: %q is neither a duration such as 168h nor a number of seconds", s)
+		}
+		if secs < 0 {
+			return 0, fmt.Errorf("by: the clock only moves forward")
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("by: the clock only moves forward")
+	}
+	return d, nil
+}

@@ -1,0 +1,23 @@
+// Package server serves the Azure Queue Storage REST API over azq, so that
+// the official Azure SDKs (Go, .NET, Python, JavaScript, Java) and tools
+// written for Azurite talk to an in-memory azq.Service unchanged.
+//
+// A Server is an http.Handler. Each configured Account is backed by its own
+// azq.Service; requests name the account path-style, as the emulators do
+// (http://127.0.0.1:10001/devstoreaccount1/myqueue/messages), or host-style,
+// as production does (http://devstoreaccount1.queue.localhost:10001/myqueue).
+// "<account>-secondary" in either position addresses the read-only
+// secondary endpoint of the account.
+//
+// Requests are authenticated with Shared Key, Shared Key Lite, account SAS
+// or service SAS (including stored access policies) before they touch any
+// state; Options.AllowAnonymous also accepts unsigned requests. Responses
+// carry Azure's status codes, headers (x-ms-request-id, x-ms-version, Date,
+// x-ms-error-code) and XML bodies, including the Error XML with Azure's
+// detail elements, so code that matches on Azure's error codes behaves the
+// same against the emulator.
+//
+// Time (the Date header, message timestamps, SAS validity) comes from the
+// clock of the account's Service, so tests can drive a whole SDK session
+// with a mock clock.
+package server

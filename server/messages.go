@@ -1,0 +1,298 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/azqlib/azq"
+)
+
+const (
+	maxTTLBefore20170729   = 7 * 24 * 3600 // seconds
+	maxMessageBefore201108 = 8 << 10       // bytes
+	maxGetVisBefore201108  = 2 * 3600      // seconds
+	rfc1123GMT             = http.TimeFormat
+)
+
+var noCache = []string{"no-cache"}
+
+// queueHandle returns the addressed queue, or QueueNotFound.
+func (q *request) queueHandle() (*azq.Queue, error) {
+	return q.acct.svc.Queue(q.queue)
+}
+
+// optionalSeconds reads an optional Int32 seconds parameter.
+func (q *request) optionalSeconds(name string) (int, bool, error) {
+	v, ok := q.query.get(name)
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := parseInt32(name, v)
+	return n, true, err
+}
+
+// messageBody reads and parses a QueueMessage body and applies the
+// message size limit of old service versions; the current limit is the
+// core's.
+func (q *request) messageBody() (string, error) {
+	b := getBuf()
+	defer putBuf(b)
+	if err := q.readBody(b); err != nil {
+		return "", err
+	}
+	text, err := parseMessageText(b.b)
+	if err != nil {
+		return "", err
+	}
+	if q.verNum < 20110818 && len(text) > maxMessageBefore201108 {
+		return "", bodyTooLarge(maxMessageBefore201108)
+	}
+	return text, nil
+}
+
+func (q *request) putMessage() error {
+	vis, _, err := q.optionalSeconds("visibilitytimeout")
+	if err != nil {
+		return err
+	}
+	ttl, hasTTL, err := q.optionalSeconds("messagettl")
+	if err != nil {
+		return err
+	}
+	opts := azq.PutOptions{VisibilityTimeout: time.Duration(vis) * time.Second}
+	if hasTTL {
+		v, _ := q.query.get("messagettl")
+		switch {
+		case q.verNum < 20170729 && (ttl < 1 || ttl > maxTTLBefore20170729):
+			return outOfRange("messagettl", v, "1", strconv.Itoa(maxTTLBefore20170729))
+		case ttl == -1:
+			opts.TimeToLive = azq.NeverExpires
+		case ttl < 1:
+			return outOfRange("messagettl", v, "-1", "2147483647")
+		default:
+			opts.TimeToLive = time.Duration(ttl) * time.Second
+		}
+	}
+	text, err := q.messageBody()
+	if err != nil {
+		return err
+	}
+	qu, err := q.queueHandle()
+	if err != nil {
+		return err
+	}
+	m, err := qu.Put(q.r.Context(), text, &opts)
+	if err != nil {
+		return err
+	}
+	b := getBuf()
+	b.b = append(b.b, xmlHeader...)
+	b.b = append(b.b, "<QueueMessagesList><QueueMessage><MessageId>"...)
+	b.b = appendID(b.b, m.ID)
+	b.b = append(b.b, "</MessageId><InsertionTime>"...)
+	b.b = m.InsertionTime.UTC().AppendFormat(b.b, rfc1123GMT)
+	b.b = append(b.b, "</InsertionTime><ExpirationTime>"...)
+	b.b = m.ExpirationTime.UTC().AppendFormat(b.b, rfc1123GMT)
+	b.b = append(b.b, "</ExpirationTime><PopReceipt>"...)
+	b.b = appendReceipt(b.b, m.PopReceipt)
+	b.b = append(b.b, "</PopReceipt><TimeNextVisible>"...)
+	b.b = m.NextVisibleTime.UTC().AppendFormat(b.b, rfc1123GMT)
+	b.b = append(b.b, "</TimeNextVisible></QueueMessage></QueueMessagesList>"...)
+	q.w.Header()["Cache-Control"] = noCache
+	q.writeXML(http.StatusCreated, b.b)
+	putBuf(b)
+	return nil
+}
+
+func (q *request) numOfMessages() (int, error) {
+	n, ok, err := q.optionalSeconds("numofmessages")
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 1, nil
+	}
+	return n, nil
+}
+
+func (q *request) getMessages() error {
+	n, err := q.numOfMessages()
+	if err != nil {
+		return err
+	}
+	vis := azq.DefaultVisibilityTimeout
+	if v, ok, err := q.optionalSeconds("visibilitytimeout"); err != nil {
+		return err
+	} else if ok {
+		if q.verNum < 20110818 && (v < 1 || v > maxGetVisBefore201108) {
+			raw, _ := q.query.get("visibilitytimeout")
+			return outOfRange("visibilitytimeout", raw, "1", strconv.Itoa(maxGetVisBefore201108))
+		}
+		vis = time.Duration(v) * time.Second
+	}
+	qu, err := q.queueHandle()
+	if err != nil {
+		return err
+	}
+	ms, err := qu.Get(q.r.Context(), n, vis)
+	if err != nil {
+		return err
+	}
+	q.writeMessages(ms, false)
+	return nil
+}
+
+func (q *request) peekMessages() error {
+	n, err := q.numOfMessages()
+	if err != nil {
+		return err
+	}
+	qu, err := q.queueHandle()
+	if err != nil {
+		return err
+	}
+	ms, err := qu.Peek(q.r.Context(), n)
+	if err != nil {
+		return err
+	}
+	q.writeMessages(ms, true)
+	return nil
+}
+
+// writeMessages answers Get (with receipts) or Peek (without).
+func (q *request) writeMessages(ms []azq.Message, peek bool) {
+	b := getBuf()
+	b.b = append(b.b, xmlHeader...)
+	if len(ms) == 0 {
+		b.b = append(b.b, "<QueueMessagesList />"...)
+	} else {
+		b.b = append(b.b, "<QueueMessagesList>"...)
+		for i := range ms {
+			m := &ms[i]
+			b.b = append(b.b, "<QueueMessage><MessageId>"...)
+			b.b = appendID(b.b, m.ID)
+			b.b = append(b.b, "</MessageId><InsertionTime>"...)
+			b.b = m.InsertionTime.UTC().AppendFormat(b.b, rfc1123GMT)
+			b.b = append(b.b, "</InsertionTime><ExpirationTime>"...)
+			b.b = m.ExpirationTime.UTC().AppendFormat(b.b, rfc1123GMT)
+			if !peek {
+				b.b = append(b.b, "</ExpirationTime><PopReceipt>"...)
+				b.b = appendReceipt(b.b, m.PopReceipt)
+				b.b = append(b.b, "</PopReceipt><TimeNextVisible>"...)
+				b.b = m.NextVisibleTime.UTC().AppendFormat(b.b, rfc1123GMT)
+				b.b = append(b.b, "</TimeNextVisible><DequeueCount>"...)
+			} else {
+				b.b = append(b.b, "</ExpirationTime><DequeueCount>"...)
+			}
+			b.b = strconv.AppendInt(b.b, m.DequeueCount, 10)
+			b.b = append(b.b, "</DequeueCount><MessageText>"...)
+			b.b = appendEscaped(b.b, m.Content)
+			b.b = append(b.b, "</MessageText></QueueMessage>"...)
+		}
+		b.b = append(b.b, "</QueueMessagesList>"...)
+	}
+	q.w.Header()["Cache-Control"] = noCache
+	q.writeXML(http.StatusOK, b.b)
+	putBuf(b)
+}
+
+// receipt reads the popreceipt parameter.
+func (q *request) receipt() (azq.PopReceipt, error) {
+	v, ok := q.query.get("popreceipt")
+	if !ok {
+		return azq.PopReceipt{}, missingQuery("popreceipt")
+	}
+	return azq.ParsePopReceipt(v)
+}
+
+func (q *request) deleteMessage() error {
+	rc, err := q.receipt()
+	if err != nil {
+		return err
+	}
+	qu, err := q.queueHandle()
+	if err != nil {
+		return err
+	}
+	id, err := azq.ParseMessageID(q.msgID)
+	if err != nil {
+		return err
+	}
+	if err := qu.Delete(q.r.Context(), id, rc); err != nil {
+		return err
+	}
+	q.writeHeader(http.StatusNoContent)
+	return nil
+}
+
+func (q *request) clearMessages() error {
+	qu, err := q.queueHandle()
+	if err != nil {
+		return err
+	}
+	if err := qu.Clear(q.r.Context()); err != nil {
+		return err
+	}
+	q.writeHeader(http.StatusNoContent)
+	return nil
+}
+
+func (q *request) updateMessage() error {
+	rc, err := q.receipt()
+	if err != nil {
+		return err
+	}
+	vis, ok, err := q.optionalSeconds("visibilitytimeout")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return missingQuery("visibilitytimeout")
+	}
+	var content *string
+	b := getBuf()
+	err = q.readBody(b)
+	if err == nil && len(b.b) > 0 {
+		var text string
+		text, err = parseMessageText(b.b)
+		content = &text
+	}
+	putBuf(b)
+	if err != nil {
+		return err
+	}
+	qu, err := q.queueHandle()
+	if err != nil {
+		return err
+	}
+	id, err := azq.ParseMessageID(q.msgID)
+	if err != nil {
+		return err
+	}
+	res, err := qu.Update(q.r.Context(), id, rc, time.Duration(vis)*time.Second, content)
+	if err != nil {
+		return err
+	}
+	h := q.w.Header()
+	h["X-Ms-Popreceipt"] = []string{res.PopReceipt.String()}
+	h["X-Ms-Time-Next-Visible"] = []string{res.NextVisibleTime.UTC().Format(rfc1123GMT)}
+	q.writeHeader(http.StatusNoContent)
+	return nil
+}
+
+func appendID(b []byte, id azq.MessageID) []byte {
+	const hexd = "0123456789abcdef"
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexd[c>>4], hexd[c&0xf])
+	}
+	return b
+}
+
+func appendReceipt(b []byte, r azq.PopReceipt) []byte {
+	t, _ := r.MarshalText()
+	return append(b, t...)
+}

@@ -1,0 +1,551 @@
+package server
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/azqlib/azq"
+)
+
+// serviceProperties are the queue service properties of one account.
+// azq has no use for logging and metrics settings; the server keeps them
+// so that clients read back what they wrote, and applies the CORS rules.
+type serviceProperties struct {
+	logging       logging
+	hour, minute  metrics
+	cors          []corsRule
+	corsSpecified bool
+}
+
+type retention struct {
+	enabled bool
+	days    int
+}
+
+type logging struct {
+	version          string
+	del, read, write bool
+	retention        retention
+}
+
+type metrics struct {
+	version     string
+	enabled     bool
+	includeAPIs bool
+	retention   retention
+}
+
+type corsRule struct {
+	origins, methods, headers, exposed string // as set, for Get
+	originList, methodList             []string
+	headerList                         []string
+	maxAge                             int
+}
+
+func defaultServiceProperties() serviceProperties {
+	return serviceProperties{
+		logging: logging{version: "1.0"},
+		hour:    metrics{version: "1.0"},
+		minute:  metrics{version: "1.0"},
+	}
+}
+
+type retentionDoc struct {
+	Enabled *string `xml:"Enabled"`
+	Days    *string `xml:"Days"`
+}
+
+type metricsDoc struct {
+	Version         *string       `xml:"Version"`
+	Enabled         *string       `xml:"Enabled"`
+	IncludeAPIs     *string       `xml:"IncludeAPIs"`
+	RetentionPolicy *retentionDoc `xml:"RetentionPolicy"`
+}
+
+type propertiesDoc struct {
+	XMLName xml.Name `xml:"StorageServiceProperties"`
+	Logging *struct {
+		Version         *string       `xml:"Version"`
+		Delete          *string       `xml:"Delete"`
+		Read            *string       `xml:"Read"`
+		Write           *string       `xml:"Write"`
+		RetentionPolicy *retentionDoc `xml:"RetentionPolicy"`
+	} `xml:"Logging"`
+	HourMetrics   *metricsDoc `xml:"HourMetrics"`
+	MinuteMetrics *metricsDoc `xml:"MinuteMetrics"`
+	Cors          *struct {
+		Rules []struct {
+			AllowedOrigins  *string `xml:"AllowedOrigins"`
+			AllowedMethods  *string `xml:"AllowedMethods"`
+			AllowedHeaders  *string `xml:"AllowedHeaders"`
+			ExposedHeaders  *string `xml:"ExposedHeaders"`
+			MaxAgeInSeconds *string `xml:"MaxAgeInSeconds"`
+		} `xml:"CorsRule"`
+	} `xml:"Cors"`
+	// DefaultServiceVersion is a Blob service property; the Queue
+	// service rejects it.
+	DefaultServiceVersion *string `xml:"DefaultServiceVersion"`
+}
+
+// maxCorsRules is the most CORS rules a service may have.
+const maxCorsRules = 5
+
+var corsMethods = map[string]bool{"DELETE": true, "GET": true, "HEAD": true, "MERGE": true, "POST": true, "OPTIONS": true, "PUT": true, "PATCH": true}
+
+func nodeValue(reason string) error {
+	return xmlError("InvalidXmlNodeValue", 0, 0, reason)
+}
+
+func parseBoolNode(name string, s *string, def bool) (bool, error) {
+	if s == nil {
+		return def, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(*s)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, nodeValue(name + " must be true or false")
+}
+
+func parseRetention(d *retentionDoc, cur retention) (retention, error) {
+	if d == nil {
+		return cur, nil
+	}
+	var r retention
+	var err error
+	if r.enabled, err = parseBoolNode("RetentionPolicy/Enabled", d.Enabled, false); err != nil {
+		return r, err
+	}
+	if d.Days != nil && strings.TrimSpace(*d.Days) != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(*d.Days))
+		if err != nil || n < 1 || n > 365 {
+			return r, nodeValue("RetentionPolicy/Days must be between 1 and 365")
+		}
+		r.days = n
+	}
+	if r.enabled && r.days == 0 {
+		return r, nodeValue("RetentionPolicy/Days is required when retention is enabled")
+	}
+	if !r.enabled {
+		r.days = 0
+	}
+	return r, nil
+}
+
+func parseVersionNode(s *string, cur string) (string, error) {
+	if s == nil {
+		return cur, nil
+	}
+	v := strings.TrimSpace(*s)
+	if v != "1.0" {
+		return "", nodeValue("Version must be 1.0")
+	}
+	return v, nil
+}
+
+func parseMetrics(d *metricsDoc, cur metrics) (metrics, error) {
+	if d == nil {
+		return cur, nil
+	}
+	var m metrics
+	var err error
+	if m.version, err = parseVersionNode(d.Version, "1.0"); err != nil {
+		return m, err
+	}
+	if m.enabled, err = parseBoolNode("Enabled", d.Enabled, false); err != nil {
+		return m, err
+	}
+	if m.includeAPIs, err = parseBoolNode("IncludeAPIs", d.IncludeAPIs, false); err != nil {
+		return m, err
+	}
+	if !m.enabled {
+		m.includeAPIs = false
+	}
+	if m.retention, err = parseRetention(d.RetentionPolicy, retention{}); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// applyServiceProperties parses a Set Queue Service Properties body and
+// returns cur with the sections it names replaced; omitted sections keep
+// their values.
+func applyServiceProperties(body []byte, cur serviceProperties) (serviceProperties, error) {
+	var doc propertiesDoc
+	if err := unmarshalXML(body, &doc); err != nil {
+		return cur, err
+	}
+	if doc.DefaultServiceVersion != nil {
+		return cur, xmlError(azq.CodeInvalidXMLDocument, 0, 0, "DefaultServiceVersion is not a property of the Queue service")
+	}
+	next := cur
+	var err error
+	if l := doc.Logging; l != nil {
+		var lg logging
+		if lg.version, err = parseVersionNode(l.Version, "1.0"); err != nil {
+			return cur, err
+		}
+		if lg.del, err = parseBoolNode("Delete", l.Delete, false); err != nil {
+			return cur, err
+		}
+		if lg.read, err = parseBoolNode("Read", l.Read, false); err != nil {
+			return cur, err
+		}
+		if lg.write, err = parseBoolNode("Write", l.Write, false); err != nil {
+			return cur, err
+		}
+		if lg.retention, err = parseRetention(l.RetentionPolicy, retention{}); err != nil {
+			return cur, err
+		}
+		next.logging = lg
+	}
+	if next.hour, err = parseMetrics(doc.HourMetrics, cur.hour); err != nil {
+		return cur, err
+	}
+	if next.minute, err = parseMetrics(doc.MinuteMetrics, cur.minute); err != nil {
+		return cur, err
+	}
+	if c := doc.Cors; c != nil {
+		if len(c.Rules) > maxCorsRules {
+			return cur, xmlError(azq.CodeInvalidXMLDocument, 0, 0, "at most 5 CORS rules are allowed")
+		}
+		rules := make([]corsRule, 0, len(c.Rules))
+		for _, d := range c.Rules {
+			var r corsRule
+			if d.AllowedOrigins == nil || d.AllowedMethods == nil || d.MaxAgeInSeconds == nil {
+				return cur, xmlError(azq.CodeInvalidXMLDocument, 0, 0, "a CorsRule needs AllowedOrigins, AllowedMethods and MaxAgeInSeconds")
+			}
+			r.origins = strings.TrimSpace(*d.AllowedOrigins)
+			r.methods = strings.TrimSpace(*d.AllowedMethods)
+			if d.AllowedHeaders != nil {
+				r.headers = strings.TrimSpace(*d.AllowedHeaders)
+			}
+			if d.ExposedHeaders != nil {
+				r.exposed = strings.TrimSpace(*d.ExposedHeaders)
+			}
+			r.originList = splitList(r.origins)
+			r.methodList = splitList(r.methods)
+			r.headerList = splitList(r.headers)
+			if len(r.originList) == 0 || len(r.methodList) == 0 {
+				return cur, nodeValue("AllowedOrigins and AllowedMethods must not be empty")
+			}
+			for _, m := range r.methodList {
+				if !corsMethods[m] {
+					return cur, nodeValue("unsupported CORS method " + truncate(m, 32))
+				}
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(*d.MaxAgeInSeconds), 10, 32)
+			if err != nil || n < 0 {
+				return cur, nodeValue("MaxAgeInSeconds must be a non-negative integer")
+			}
+			r.maxAge = int(n)
+			rules = append(rules, r)
+		}
+		next.cors = rules
+		next.corsSpecified = true
+	}
+	return next, nil
+}
+
+// unmarshalXML decodes a whole document into v; syntax errors and a wrong
+// root element are InvalidXmlDocument with the position.
+func unmarshalXML(body []byte, v any) error {
+	d := xml.NewDecoder(bytes.NewReader(body))
+	d.Strict = true
+	if err := d.Decode(v); err != nil {
+		line, col := d.InputPos()
+		msg := err.Error()
+		var se *xml.SyntaxError
+		if errors.As(err, &se) {
+			msg = se.Msg
+		}
+		if err == io.EOF {
+			msg = "the document is empty"
+		}
+		return xmlError(azq.CodeInvalidXMLDocument, line, col, msg)
+	}
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return nil
+		}
+		line, col := d.InputPos()
+		if err != nil {
+			return xmlError(azq.CodeInvalidXMLDocument, line, col, err.Error())
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) != 0 {
+				return xmlError(azq.CodeInvalidXMLDocument, line, col, "text after the document element")
+			}
+		case xml.Comment, xml.ProcInst:
+		default:
+			return xmlError(azq.CodeInvalidXMLDocument, line, col, "content after the document element")
+		}
+	}
+}
+
+func appendBoolElem(b []byte, name string, v bool) []byte {
+	b = append(b, '<')
+	b = append(b, name...)
+	b = append(b, '>')
+	b = strconv.AppendBool(b, v)
+	b = append(b, "</"...)
+	b = append(b, name...)
+	return append(b, '>')
+}
+
+func appendRetention(b []byte, r retention) []byte {
+	b = append(b, "<RetentionPolicy>"...)
+	b = appendBoolElem(b, "Enabled", r.enabled)
+	if r.enabled {
+		b = append(b, "<Days>"...)
+		b = strconv.AppendInt(b, int64(r.days), 10)
+		b = append(b, "</Days>"...)
+	}
+	return append(b, "</RetentionPolicy>"...)
+}
+
+func appendMetrics(b []byte, name string, m metrics) []byte {
+	b = append(b, '<')
+	b = append(b, name...)
+	b = append(b, "><Version>"...)
+	b = appendEscaped(b, m.version)
+	b = append(b, "</Version>"...)
+	b = appendBoolElem(b, "Enabled", m.enabled)
+	if m.enabled {
+		b = appendBoolElem(b, "IncludeAPIs", m.includeAPIs)
+	}
+	b = appendRetention(b, m.retention)
+	b = append(b, "</"...)
+	b = append(b, name...)
+	return append(b, '>')
+}
+
+func (p *serviceProperties) appendXML(b []byte) []byte {
+	b = append(b, xmlHeader...)
+	b = append(b, "<StorageServiceProperties><Logging><Version>"...)
+	b = appendEscaped(b, p.logging.version)
+	b = append(b, "</Version>"...)
+	b = appendBoolElem(b, "Read", p.logging.read)
+	b = appendBoolElem(b, "Write", p.logging.write)
+	b = appendBoolElem(b, "Delete", p.logging.del)
+	b = appendRetention(b, p.logging.retention)
+	b = append(b, "</Logging>"...)
+	b = appendMetrics(b, "HourMetrics", p.hour)
+	b = appendMetrics(b, "MinuteMetrics", p.minute)
+	if len(p.cors) == 0 {
+		b = append(b, "<Cors />"...)
+	} else {
+		b = append(b, "<Cors>"...)
+		for _, r := range p.cors {
+			b = append(b, "<CorsRule><AllowedOrigins>"...)
+			b = appendEscaped(b, r.origins)
+			b = append(b, "</AllowedOrigins><AllowedMethods>"...)
+			b = appendEscaped(b, r.methods)
+			b = append(b, "</AllowedMethods><MaxAgeInSeconds>"...)
+			b = strconv.AppendInt(b, int64(r.maxAge), 10)
+			b = append(b, "</MaxAgeInSeconds><ExposedHeaders>"...)
+			b = appendEscaped(b, r.exposed)
+			b = append(b, "</ExposedHeaders><AllowedHeaders>"...)
+			b = appendEscaped(b, r.headers)
+			b = append(b, "</AllowedHeaders></CorsRule>"...)
+		}
+		b = append(b, "</Cors>"...)
+	}
+	return append(b, "</StorageServiceProperties>"...)
+}
+
+func (q *request) getServiceProperties() error {
+	q.acct.mu.RLock()
+	p := q.acct.props
+	q.acct.mu.RUnlock()
+	b := getBuf()
+	defer putBuf(b)
+	b.b = p.appendXML(b.b)
+	q.writeXML(http.StatusOK, b.b)
+	return nil
+}
+
+func (q *request) setServiceProperties() error {
+	b := getBuf()
+	defer putBuf(b)
+	if err := q.readBody(b); err != nil {
+		return err
+	}
+	q.acct.mu.Lock()
+	next, err := applyServiceProperties(b.b, q.acct.props)
+	if err == nil {
+		q.acct.props = next
+	}
+	q.acct.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	q.writeHeader(http.StatusAccepted)
+	return nil
+}
+
+func (q *request) getServiceStats() error {
+	if !q.secondary {
+		// Azure serves replication statistics only on the secondary
+		// endpoint of a read-access geo-redundant account.
+		return invalidQueryValue("comp", "stats", "Get Queue Service Stats is only available on the secondary location endpoint")
+	}
+	b := getBuf()
+	defer putBuf(b)
+	b.b = append(b.b, xmlHeader...)
+	b.b = append(b.b, "<StorageServiceStats><GeoReplication><Status>live</Status><LastSyncTime>"...)
+	b.b = q.now.UTC().AppendFormat(b.b, rfc1123GMT)
+	b.b = append(b.b, "</LastSyncTime></GeoReplication></StorageServiceStats>"...)
+	q.writeXML(http.StatusOK, b.b)
+	return nil
+}
+
+// matchRule returns the first CORS rule that allows origin and method.
+func (p *serviceProperties) matchRule(origin, method string) *corsRule {
+	for i := range p.cors {
+		if p.matchRuleAt(i, origin, method) {
+			return &p.cors[i]
+		}
+	}
+	return nil
+}
+
+func (r *corsRule) wildcardOrigin() bool {
+	for _, o := range r.originList {
+		if o == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// allowsHeader reports whether the rule allows request header h: "*",
+// an exact name, or a prefix ending in "*" (e.g. "x-ms-meta*").
+func (r *corsRule) allowsHeader(h string) bool {
+	for _, a := range r.headerList {
+		if a == "*" || strings.EqualFold(a, h) {
+			return true
+		}
+		if p, ok := strings.CutSuffix(a, "*"); ok && len(h) >= len(p) && strings.EqualFold(h[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// corsHeaders adds CORS response headers to an actual (non-preflight)
+// request with an Origin header that a rule matches.
+func (q *request) corsHeaders(h http.Header) {
+	origin := q.r.Header.Get("Origin")
+	q.acct.mu.RLock()
+	defer q.acct.mu.RUnlock()
+	if len(q.acct.props.cors) == 0 {
+		return
+	}
+	r := q.acct.props.matchRule(origin, q.r.Method)
+	if r == nil {
+		return
+	}
+	if r.wildcardOrigin() {
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Add("Vary", "Origin")
+	}
+	if r.exposed != "" {
+		h.Set("Access-Control-Expose-Headers", r.exposed)
+	}
+}
+
+// preflight answers a CORS preflight (OPTIONS) request from the account's
+// CORS rules. It is never authenticated.
+func (q *request) preflight() {
+	origin := q.r.Header.Get("Origin")
+	if origin == "" {
+		q.fail(missingHeader("Origin"))
+		return
+	}
+	method := q.r.Header.Get("Access-Control-Request-Method")
+	if method == "" {
+		q.fail(missingHeader("Access-Control-Request-Method"))
+		return
+	}
+	var reqHeaders []string
+	for _, v := range q.r.Header.Values("Access-Control-Request-Headers") {
+		reqHeaders = append(reqHeaders, splitList(v)...)
+	}
+	q.acct.mu.RLock()
+	p := q.acct.props
+	q.acct.mu.RUnlock()
+	var rule *corsRule
+	for i := range p.cors {
+		r := &p.cors[i]
+		if p.matchRuleAt(i, origin, method) {
+			ok := true
+			for _, h := range reqHeaders {
+				if !r.allowsHeader(h) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				rule = r
+				break
+			}
+		}
+	}
+	if rule == nil {
+		q.fail(&azq.Error{Code: "CorsPreflightFailure", StatusCode: http.StatusForbidden})
+		return
+	}
+	h := q.w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Allow-Methods", method)
+	if len(reqHeaders) > 0 {
+		h.Set("Access-Control-Allow-Headers", strings.Join(reqHeaders, ","))
+	}
+	h.Set("Access-Control-Max-Age", strconv.Itoa(rule.maxAge))
+	h.Set("Access-Control-Allow-Credentials", "true")
+	h.Set("Content-Length", "0")
+	q.writeHeader(http.StatusOK)
+}
+
+func (p *serviceProperties) matchRuleAt(i int, origin, method string) bool {
+	r := &p.cors[i]
+	okOrigin := false
+	for _, o := range r.originList {
+		if o == "*" || strings.EqualFold(o, origin) {
+			okOrigin = true
+			break
+		}
+	}
+	if !okOrigin {
+		return false
+	}
+	for _, m := range r.methodList {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,416 @@
+package server
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/azqlib/azq"
+)
+
+// latestVersion is the newest x-ms-version this server knows. It answers
+// with it when a request names none.
+const (
+	latestVersion    = "2026-02-06"
+	latestVersionNum = 20260206
+	oldestVersionNum = 20090919
+)
+
+// serverHeader is the Server header Azure's queue service sends.
+var serverHeader = []string{"Windows-Azure-Queue/1.0 Microsoft-HTTPAPI/2.0"}
+
+var xmlContentType = []string{"application/xml"}
+
+// newRequestID returns a random (version 4) UUID for x-ms-request-id. The
+// runtime's per-thread ChaCha8 generator makes this cheap; request IDs
+// identify requests in logs and need not be secret.
+func newRequestID() string {
+	var b [16]byte
+	hi, lo := rand.Uint64(), rand.Uint64()
+	for i := 0; i < 8; i++ {
+		b[i] = byte(hi >> (56 - 8*i))
+		b[8+i] = byte(lo >> (56 - 8*i))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	const hexd = "0123456789abcdef"
+	var out [36]byte
+	j := 0
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j] = hexd[c>>4]
+		out[j+1] = hexd[c&0xf]
+		j += 2
+	}
+	return string(out[:])
+}
+
+// parseVersion validates x-ms-version: YYYY-MM-DD, from 2009-09-19 on,
+// and in strict mode no newer than latestVersion.
+func (q *request) parseVersion() error {
+	vs := q.r.Header.Values("X-Ms-Version")
+	if len(vs) == 0 {
+		return nil
+	}
+	v := vs[0]
+	n, ok := versionNumber(v)
+	if !ok || len(vs) > 1 || n < oldestVersionNum || (q.s.strict && n > latestVersionNum) {
+		return &azq.Error{Code: "InvalidHeaderValue", StatusCode: http.StatusBadRequest,
+			Message: msgInvalidHeaderValue,
+			Details: []azq.Detail{{Name: "HeaderName", Value: "x-ms-version"}, {Name: "HeaderValue", Value: truncate(v, 256)}}}
+	}
+	q.version, q.verNum = v, n
+	return nil
+}
+
+// versionNumber parses a service version "YYYY-MM-DD" into yyyymmdd.
+func versionNumber(v string) (int, bool) {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < 10; i++ {
+		if i == 4 || i == 7 {
+			continue
+		}
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	month, day := n/100%100, n%100
+	if month < 1 || month > 12 || day < 1 || day > 31 {
+		return 0, false
+	}
+	return n, true
+}
+
+// query is a parsed query string: a short list of decoded pairs, which
+// beats a map for the handful of parameters a request carries.
+type query struct {
+	pairs []qpair
+	buf   [8]qpair
+}
+
+type qpair struct{ k, v string }
+
+func (p *query) parse(raw string) error {
+	p.pairs = p.buf[:0]
+	for raw != "" {
+		var part string
+		part, raw, _ = strings.Cut(raw, "&")
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		var err error
+		if k, err = unescape(k); err != nil {
+			return errInvalidURI()
+		}
+		if v, err = unescape(v); err != nil {
+			return errInvalidURI()
+		}
+		p.pairs = append(p.pairs, qpair{k, v})
+	}
+	return nil
+}
+
+func unescape(s string) (string, error) {
+	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
+}
+
+// get returns the first value of the named parameter. Azure's parameter
+// names are case-sensitive lower case.
+func (p *query) get(name string) (string, bool) {
+	for _, kv := range p.pairs {
+		if kv.k == name {
+			return kv.v, true
+		}
+	}
+	return "", false
+}
+
+// setCommonHeaders sets the headers every response carries.
+func (q *request) setCommonHeaders() {
+	h := q.w.Header()
+	h["X-Ms-Request-Id"] = []string{q.reqID}
+	h["X-Ms-Version"] = []string{q.version}
+	h["Server"] = serverHeader
+	h["Date"] = []string{q.now.UTC().Format(http.TimeFormat)}
+	if id := q.r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 {
+		h["X-Ms-Client-Request-Id"] = id[:1]
+	}
+	if q.acct != nil {
+		if _, ok := q.r.Header["Origin"]; ok && q.op != opPreflight {
+			q.corsHeaders(h)
+		}
+	}
+}
+
+// writeHeader sends the status line with the common headers.
+func (q *request) writeHeader(status int) {
+	q.setCommonHeaders()
+	q.status = status
+	q.wrote = true
+	q.w.WriteHeader(status)
+}
+
+// writeXML sends an XML body.
+func (q *request) writeXML(status int, body []byte) {
+	h := q.w.Header()
+	h["Content-Type"] = xmlContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	q.writeHeader(status)
+	if q.r.Method != http.MethodHead {
+		q.w.Write(body)
+	}
+}
+
+// fail answers with Azure's Error XML and x-ms-error-code for err.
+func (q *request) fail(err error) {
+	if q.wrote {
+		return
+	}
+	e := failure(err)
+	if q.now.IsZero() {
+		q.now = time.Now()
+	}
+	q.errCode = string(e.Code)
+	h := q.w.Header()
+	h["X-Ms-Error-Code"] = []string{string(e.Code)}
+	if q.r.Method == http.MethodHead {
+		q.writeHeader(e.StatusCode)
+		return
+	}
+	b := getBuf()
+	b.b = append(b.b, xmlHeader...)
+	b.b = append(b.b, "<Error><Code>"...)
+	b.b = appendEscaped(b.b, string(e.Code))
+	b.b = append(b.b, "</Code><Message>"...)
+	b.b = appendEscaped(b.b, errorMessage(e))
+	b.b = append(b.b, "\nRequestId:"...)
+	b.b = append(b.b, q.reqID...)
+	b.b = append(b.b, "\nTime:"...)
+	b.b = q.now.UTC().AppendFormat(b.b, "2006-01-02T15:04:05.0000000Z")
+	b.b = append(b.b, "</Message>"...)
+	for _, d := range e.Details {
+		name := d.Name
+		if !validXMLName(name) {
+			continue
+		}
+		b.b = append(b.b, '<')
+		b.b = append(b.b, name...)
+		b.b = append(b.b, '>')
+		b.b = appendEscaped(b.b, d.Value)
+		b.b = append(b.b, "</"...)
+		b.b = append(b.b, name...)
+		b.b = append(b.b, '>')
+	}
+	b.b = append(b.b, "</Error>"...)
+	q.writeXML(e.StatusCode, b.b)
+	putBuf(b)
+}
+
+const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>`
+
+// Azure's messages for the codes the server reports; the core's own
+// messages are kept for codes not listed.
+const (
+	msgInvalidHeaderValue  = "The value for one of the HTTP headers is not in the correct format."
+	msgInvalidQueryValue   = "Value for one of the query parameters specified in the request URI is invalid."
+	msgOutOfRangeQuery     = "One of the query parameters specified in the request URI is outside the permissible range."
+	msgInvalidXMLDocument  = "XML specified is not syntactically valid."
+	msgInvalidXMLNodeValue = "The value for one of the XML nodes is not in the correct format."
+)
+
+var azureMessages = map[azq.ErrorCode]string{
+	azq.CodeMessageNotFound:               "The specified message does not exist.",
+	azq.CodeQueueNotFound:                 "The specified queue does not exist.",
+	azq.CodeQueueAlreadyExists:            "The specified queue already exists.",
+	azq.CodeRequestBodyTooLarge:           "The request body is too large and exceeds the maximum permissible limit.",
+	azq.CodeOutOfRangeQueryParameterValue: msgOutOfRangeQuery,
+	azq.CodeInvalidQueryParameterValue:    msgInvalidQueryValue,
+	azq.CodeOutOfRangeInput:               "The specified resource name length is not within the permissible limits.",
+	azq.CodeInvalidResourceName:           "The specifed resource name contains invalid characters.",
+	azq.CodeInvalidMetadata:               "The metadata specified is invalid. It has characters that are not permitted.",
+	azq.CodeEmptyMetadataKey:              "The key for one of the metadata key-value pairs is empty.",
+	azq.CodeMetadataTooLarge:              "The size of the specified metadata exceeds the maximum size permitted.",
+	azq.CodeInvalidMarker:                 "The specified marker is invalid.",
+	azq.CodeInvalidXMLDocument:            msgInvalidXMLDocument,
+	azq.CodeInvalidInput:                  "One of the request inputs is not valid.",
+	"InvalidXmlNodeValue":                 msgInvalidXMLNodeValue,
+	"InvalidHeaderValue":                  msgInvalidHeaderValue,
+	"MissingRequiredQueryParameter":       "A query parameter that's mandatory for this request is not specified.",
+	"MissingRequiredHeader":               "An HTTP header that's mandatory for this request is not specified.",
+	"InvalidUri":                          "The requested URI does not represent any resource on the server.",
+	"UnsupportedHttpVerb":                 "The resource doesn't support specified Http Verb.",
+	"InternalError":                       "Server encountered an internal error. Please try again after some time.",
+	"CorsPreflightFailure":                "CORS not enabled or no matching rule found for this request.",
+}
+
+func errorMessage(e *azq.Error) string {
+	if m, ok := azureMessages[e.Code]; ok {
+		return m
+	}
+	return e.Message
+}
+
+func errInternal() *azq.Error {
+	return &azq.Error{Code: "InternalError", StatusCode: http.StatusInternalServerError}
+}
+
+func errInvalidURI() *azq.Error {
+	return &azq.Error{Code: "InvalidUri", StatusCode: http.StatusBadRequest}
+}
+
+func errUnsupportedVerb() *azq.Error {
+	return &azq.Error{Code: "UnsupportedHttpVerb", StatusCode: http.StatusMethodNotAllowed}
+}
+
+func invalidQueryValue(name, value, reason string) *azq.Error {
+	d := []azq.Detail{{Name: "QueryParameterName", Value: name}, {Name: "QueryParameterValue", Value: truncate(value, 256)}}
+	if reason != "" {
+		d = append(d, azq.Detail{Name: "Reason", Value: reason})
+	}
+	return &azq.Error{Code: azq.CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest, Details: d}
+}
+
+func missingQuery(name string) *azq.Error {
+	return &azq.Error{Code: "MissingRequiredQueryParameter", StatusCode: http.StatusBadRequest,
+		Details: []azq.Detail{{Name: "QueryParameterName", Value: name}}}
+}
+
+func missingHeader(name string) *azq.Error {
+	return &azq.Error{Code: "MissingRequiredHeader", StatusCode: http.StatusBadRequest,
+		Details: []azq.Detail{{Name: "HeaderName", Value: name}}}
+}
+
+func outOfRange(name, value, min, max string) *azq.Error {
+	d := []azq.Detail{{Name: "QueryParameterName", Value: name}, {Name: "QueryParameterValue", Value: truncate(value, 256)}}
+	if min != "" {
+		d = append(d, azq.Detail{Name: "MinimumAllowed", Value: min})
+	}
+	if max != "" {
+		d = append(d, azq.Detail{Name: "MaximumAllowed", Value: max})
+	}
+	return &azq.Error{Code: azq.CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest, Details: d}
+}
+
+func bodyTooLarge(limit int) *azq.Error {
+	return &azq.Error{Code: azq.CodeRequestBodyTooLarge, StatusCode: http.StatusRequestEntityTooLarge,
+		Details: []azq.Detail{{Name: "MaxLimit", Value: strconv.Itoa(limit)}}}
+}
+
+func xmlError(code azq.ErrorCode, line, pos int, reason string) *azq.Error {
+	e := &azq.Error{Code: code, StatusCode: http.StatusBadRequest}
+	if line > 0 {
+		e.Details = append(e.Details, azq.Detail{Name: "LineNumber", Value: strconv.Itoa(line)},
+			azq.Detail{Name: "LinePosition", Value: strconv.Itoa(pos)})
+	}
+	if reason != "" {
+		e.Details = append(e.Details, azq.Detail{Name: "Reason", Value: reason})
+	}
+	return e
+}
+
+// parseInt32 parses a decimal query parameter as Azure's Int32 parameters
+// are parsed; anything else is InvalidQueryParameterValue.
+func parseInt32(name, v string) (int, error) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, invalidQueryValue(name, v, "")
+	}
+	return int(n), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// validXMLName reports whether s can be written as an element name.
+func validXMLName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '.'):
+		case c > 0x7f && (c >= 0xC0 && c <= 0x2FF || c >= 0x370 && c <= 0x1FFF && c != 0x37E || c >= 0x3001 && c <= 0xD7FF || c >= 0xF900 && c <= 0xFDCF):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// appendEscaped appends s as XML character data. Characters XML cannot
+// carry (invalid UTF-8, most control characters) become U+FFFD; carriage
+// returns are written as references so that they survive parsing.
+func appendEscaped(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			var esc string
+			switch c {
+			case '&':
+				esc = "&amp;"
+			case '<':
+				esc = "&lt;"
+			case '>':
+				esc = "&gt;"
+			case '"':
+				esc = "&quot;"
+			case '\'':
+				esc = "&apos;"
+			case '\r':
+				esc = "&#xD;"
+			case '\t', '\n':
+			default:
+				if c < 0x20 {
+					esc = "\uFFFD"
+				}
+			}
+			if esc != "" {
+				b = append(b, s[start:i]...)
+				b = append(b, esc...)
+				start = i + 1
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || !isXMLChar(r) {
+			b = append(b, s[start:i]...)
+			b = append(b, "\uFFFD"...)
+			start = i + size
+		}
+		i += size
+	}
+	return append(b, s[start:]...)
+}
+
+func isXMLChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D ||
+		r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD ||
+		r >= 0x10000 && r <= 0x10FFFF
+}

@@ -70,10 +70,13 @@ type Option func(*config)
 type config struct {
 	clock  clock.Clock
 	limits Limits
+	// realTime is set while the clock is the default real one, whose time
+	// wallNow reads more cheaply than clock.Now.
+	realTime bool
 }
 
 func newConfig(opts []Option) config {
-	c := config{clock: clock.New()}
+	c := config{clock: clock.New(), realTime: true}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -87,6 +90,7 @@ func WithClock(c clock.Clock) Option {
 	return func(cfg *config) {
 		if c != nil {
 			cfg.clock = c
+			cfg.realTime = false
 		}
 	}
 }

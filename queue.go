@@ -3,13 +3,13 @@ package azq
 import (
 	"context"
 	crand "crypto/rand"
+	"encoding/binary"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/tidwall/btree"
 )
 
 // Queue is one Azure-style queue held in memory. Create one with New, or as
@@ -22,11 +22,12 @@ type Queue struct {
 	name   string
 	clock  clock.Clock
 	mock   *clock.Mock // clock, if it is a mock; see Receive
+	real   bool        // clock is the default real clock; see wallNow
 	limits Limits
 
 	mu       sync.Mutex
 	store    slotStore
-	vis      *btree.BTreeG[visItem]
+	vis      visIndex
 	expiry   expiryHeap
 	count    int    // stored, unexpired messages
 	seq      uint64 // last insertion sequence handed out
@@ -57,6 +58,7 @@ func newQueue(name string, cfg config, metadata map[string]string) *Queue {
 		name:     name,
 		clock:    cfg.clock,
 		limits:   cfg.limits,
+		real:     cfg.realTime,
 		vis:      newVisIndex(),
 		rng:      rand.NewChaCha8(seed),
 		metadata: metadata,
@@ -74,7 +76,12 @@ func (q *Queue) Limits() Limits { return q.limits }
 // Clock returns the clock the queue reads time from.
 func (q *Queue) Clock() clock.Clock { return q.clock }
 
-func (q *Queue) now() int64 { return q.clock.Now().UnixNano() }
+func (q *Queue) now() int64 {
+	if q.real {
+		return wallNow()
+	}
+	return q.clock.Now().UnixNano()
+}
 
 func (q *Queue) closedErr() error {
 	return newError(ErrQueueNotFound, "", "the queue "+quoteTrunc(q.name)+" does not exist: it was deleted or closed")
@@ -141,7 +148,8 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	slot, n := q.store.alloc()
 	q.seq++
 	n.content = content
-	q.rng.Read(n.id[:])
+	binary.LittleEndian.PutUint64(n.id[0:8], q.rng.Uint64())
+	binary.LittleEndian.PutUint64(n.id[8:16], q.rng.Uint64())
 	n.id[6] = n.id[6]&0x0f | 0x40 // UUID version 4
 	n.id[8] = n.id[8]&0x3f | 0x80 // RFC 4122 variant
 	n.inserted = now
@@ -153,7 +161,7 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	}
 	n.seq = q.seq
 	n.tag = q.rng.Uint64()
-	q.vis.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+	q.visAdd(slot, n, o.VisibilityTimeout == 0)
 	q.count++
 	m := n.message()
 	m.PopReceipt = newReceipt(slot, n.version, n.tag)
@@ -201,23 +209,23 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
 	var msgs []Message
 	hidden := addNanos(now, visibility)
 	for len(msgs) < n {
-		it, ok := q.vis.Min()
-		if !ok || it.at > now {
+		slot, at, inRing, ok := q.visFront()
+		if !ok || at > now {
 			break
 		}
 		if msgs == nil {
-			msgs = make([]Message, 0, min(n, q.vis.Len()))
+			msgs = make([]Message, 0, min(n, q.count))
 		}
-		q.vis.PopMin()
-		nd := q.store.at(it.slot)
+		q.visPopFront(inRing)
+		nd := q.store.at(slot)
 		nd.visible = hidden
 		nd.dequeues++
 		nd.version++
 		nd.tag = q.rng.Uint64()
 		// hidden > now, so the message is not met again in this loop.
-		q.vis.Set(visItem{at: hidden, seq: nd.seq, slot: it.slot})
+		q.visAdd(slot, nd, false)
 		m := nd.message()
-		m.PopReceipt = newReceipt(it.slot, nd.version, nd.tag)
+		m.PopReceipt = newReceipt(slot, nd.version, nd.tag)
 		msgs = append(msgs, m)
 	}
 	if msgs == nil {
@@ -237,14 +245,11 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]Message, error) {
 		return nil, err
 	}
 	msgs := []Message{}
-	q.vis.Scan(func(it visItem) bool {
-		if it.at > now {
-			return false
-		}
+	q.visScan(now, func(slot uint32) bool {
 		if len(msgs) == 0 {
-			msgs = make([]Message, 0, min(n, q.vis.Len()))
+			msgs = make([]Message, 0, min(n, q.count))
 		}
-		msgs = append(msgs, q.store.at(it.slot).message())
+		msgs = append(msgs, q.store.at(slot).message())
 		return len(msgs) < n
 	})
 	q.mu.Unlock()
@@ -281,7 +286,7 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 		q.mu.Unlock()
 		return err
 	}
-	q.vis.Delete(visItem{at: n.visible, seq: n.seq})
+	q.visRemove(n)
 	q.forgetExpiry(n)
 	q.store.release(slot)
 	q.count--
@@ -314,14 +319,14 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 		q.mu.Unlock()
 		return UpdateResult{}, err
 	}
-	q.vis.Delete(visItem{at: n.visible, seq: n.seq})
+	q.visRemove(n)
 	wasVisible := n.visible
 	n.visible = addNanos(now, visibility)
-	q.vis.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+	n.version++
+	q.visAdd(slot, n, false)
 	if content != nil {
 		n.content = *content
 	}
-	n.version++
 	n.tag = q.rng.Uint64()
 	res := UpdateResult{PopReceipt: newReceipt(slot, n.version, n.tag), NextVisibleTime: fromNanos(n.visible)}
 	// A waiting Receive sleeps until the earliest next-visible time it saw;
@@ -345,7 +350,7 @@ func (q *Queue) Clear(ctx context.Context) error {
 }
 
 func (q *Queue) clearLocked() {
-	q.vis.Clear()
+	q.vis.reset()
 	q.expiry.reset()
 	q.store.reset()
 	q.count = 0

@@ -136,7 +136,7 @@ func (q *Queue) purgeExpired(now int64) {
 			continue
 		}
 		n := q.store.at(e.slot)
-		q.vis.Delete(visItem{at: n.visible, seq: n.seq})
+		q.visRemove(n)
 		q.store.release(e.slot)
 		q.count--
 	}

@@ -2,6 +2,7 @@ package azq
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -12,9 +13,23 @@ import (
 // request names none.
 const DefaultVisibilityTimeout = 30 * time.Second
 
-// visItem orders a message in the visibility index: by next-visible time,
-// then by insertion. Get takes messages from the front while their time has
-// come, so it costs O(log n) per message at any depth.
+// The visibility index orders messages by next-visible time, then by
+// insertion, so Get takes from its front. It has two parts:
+//
+//   - a FIFO ring of messages put visible at once, the common case: Put
+//     appends and Get pops in O(1). Its entries are in index order because
+//     each is appended with a time no earlier than the one before (if a mock
+//     clock is set back, Put uses the tree instead).
+//   - a btree of all other messages (delayed by Put, hidden by Get, or
+//     moved by Update), ordered by (next-visible time, insertion).
+//
+// A message leaves the ring only from its front. When one is deleted,
+// updated or expires while in the ring, its entry stays behind, dead, and
+// is dropped when it reaches the front (or when dead entries outnumber live
+// ones, by compaction). An entry is alive while its slot holds the same
+// message (seq) with receipt version 0: any Get or Update bumps the version.
+
+// visItem is a btree entry.
 type visItem struct {
 	at   int64  // next-visible time, Unix nanoseconds
 	seq  uint64 // insertion sequence: ties keep insertion order
@@ -28,8 +43,180 @@ func visLess(a, b visItem) bool {
 	return a.seq < b.seq
 }
 
-func newVisIndex() *btree.BTreeG[visItem] {
-	return btree.NewBTreeGOptions(visLess, btree.Options{NoLocks: true, Degree: 64})
+// visSentinel stays in the btree for good, after every real entry (no
+// message is ever visible at math.MaxInt64), so the tree never empties and
+// never frees and reallocates its root on the hot path.
+var visSentinel = visItem{at: math.MaxInt64, seq: math.MaxUint64}
+
+// ringEntry is an entry of the ring.
+type ringEntry struct {
+	seq  uint64
+	slot uint32
+}
+
+type visIndex struct {
+	tree     *btree.BTreeG[visItem]
+	ring     []ringEntry // circular; len is a power of two (or zero)
+	head     int         // index of the front entry
+	n        int         // entries in the ring, alive or dead
+	dead     int         // entries known to be dead
+	ringTail int64       // next-visible time of the last entry appended
+}
+
+func newVisIndex() visIndex {
+	t := btree.NewBTreeGOptions(visLess, btree.Options{NoLocks: true, Degree: 32})
+	t.Set(visSentinel)
+	return visIndex{tree: t}
+}
+
+func (v *visIndex) reset() {
+	v.tree.Clear()
+	v.tree.Set(visSentinel)
+	*v = visIndex{tree: v.tree}
+}
+
+// visAdd indexes the message n in slot at n.visible. immediate says Put
+// made it visible at once, which lets it use the ring.
+func (q *Queue) visAdd(slot uint32, n *node, immediate bool) {
+	v := &q.vis
+	if immediate && n.visible >= v.ringTail {
+		if v.n == len(v.ring) {
+			v.growRing()
+		}
+		v.ring[(v.head+v.n)&(len(v.ring)-1)] = ringEntry{seq: n.seq, slot: slot}
+		v.n++
+		v.ringTail = n.visible
+		return
+	}
+	v.tree.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+}
+
+func (v *visIndex) growRing() {
+	size := max(64, 2*len(v.ring))
+	r := make([]ringEntry, size)
+	for i := 0; i < v.n; i++ {
+		r[i] = v.ring[(v.head+i)&(len(v.ring)-1)]
+	}
+	v.ring, v.head = r, 0
+}
+
+// visRemove takes n out of the index before n's slot is freed or n's
+// visible time or version changes.
+func (q *Queue) visRemove(n *node) {
+	v := &q.vis
+	if _, ok := v.tree.Delete(visItem{at: n.visible, seq: n.seq}); ok || n.version != 0 {
+		return
+	}
+	// Not in the tree, so in the ring: its entry dies with this change.
+	v.dead++
+	if v.dead > 1024 && v.dead > v.n/2 {
+		q.compactRing()
+	}
+}
+
+// ringLive reports whether e still names a message that sits in the ring.
+func (q *Queue) ringLive(e ringEntry) bool {
+	n := q.store.at(e.slot)
+	return n.seq == e.seq && n.version == 0
+}
+
+// compactRing drops dead entries in place, keeping the order.
+func (q *Queue) compactRing() {
+	v := &q.vis
+	mask := len(v.ring) - 1
+	kept := 0
+	for i := 0; i < v.n; i++ {
+		e := v.ring[(v.head+i)&mask]
+		if q.ringLive(e) {
+			v.ring[(v.head+kept)&mask] = e
+			kept++
+		}
+	}
+	v.n, v.dead = kept, 0
+}
+
+// visFront returns the first message in index order, visible or not: its
+// slot and next-visible time, and whether it is in the ring. ok is false
+// when the queue is empty.
+func (q *Queue) visFront() (slot uint32, at int64, inRing, ok bool) {
+	v := &q.vis
+	for v.n > 0 && !q.ringLive(v.ring[v.head]) {
+		v.popRing()
+		v.dead--
+	}
+	t, _ := v.tree.Min() // never empty: the sentinel is there
+	if v.n > 0 {
+		e := v.ring[v.head]
+		rn := q.store.at(e.slot)
+		if rn.visible < t.at || (rn.visible == t.at && rn.seq < t.seq) {
+			return e.slot, rn.visible, true, true
+		}
+	}
+	if t == visSentinel {
+		return 0, 0, false, false
+	}
+	return t.slot, t.at, false, true
+}
+
+// visPopFront removes the entry visFront returned.
+func (q *Queue) visPopFront(inRing bool) {
+	if inRing {
+		q.vis.popRing()
+		return
+	}
+	q.vis.tree.PopMin()
+}
+
+func (v *visIndex) popRing() {
+	v.head = (v.head + 1) & (len(v.ring) - 1)
+	v.n--
+}
+
+// visScan calls f for messages in index order while their next-visible time
+// is at most now and f returns true. It changes nothing, not even dead
+// ring entries, so Peek can use it.
+func (q *Queue) visScan(now int64, f func(slot uint32) bool) {
+	v := &q.vis
+	mask := len(v.ring) - 1
+	i := 0
+	nextRing := func() (ringEntry, *node, bool) {
+		for ; i < v.n; i++ {
+			e := v.ring[(v.head+i)&mask]
+			if q.ringLive(e) {
+				return e, q.store.at(e.slot), true
+			}
+		}
+		return ringEntry{}, nil, false
+	}
+	more := true
+	v.tree.Scan(func(t visItem) bool {
+		for {
+			e, rn, ok := nextRing()
+			if !ok || rn.visible > t.at || (rn.visible == t.at && rn.seq > t.seq) {
+				break
+			}
+			if rn.visible > now || !f(e.slot) {
+				more = false
+				return false
+			}
+			i++
+		}
+		if t.at > now { // includes the sentinel
+			return false
+		}
+		if !f(t.slot) {
+			more = false
+			return false
+		}
+		return true
+	})
+	for more {
+		e, rn, ok := nextRing()
+		if !ok || rn.visible > now || !f(e.slot) {
+			return
+		}
+		i++
+	}
 }
 
 // checkVisibility validates a visibility timeout against [min, max].
@@ -68,7 +255,7 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		// Nothing visible: wait for the earliest next-visible time or for a
 		// Put or Update, whichever comes first. Taking the wake channel
 		// under the lock means no Put after this point can go unnoticed.
-		next, hasNext := q.vis.Min()
+		_, next, _, hasNext := q.visFront()
 		wake := q.wakeChan()
 		q.waiters++
 		q.mu.Unlock()
@@ -76,7 +263,7 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		var timerC <-chan time.Time
 		var timer *clock.Timer
 		if hasNext {
-			timer = q.clock.Timer(time.Duration(next.at - now))
+			timer = q.clock.Timer(time.Duration(next - now))
 			timerC = timer.C
 			// A mock clock may have moved between reading now and arming
 			// the timer, which would then fire late by that much. Start

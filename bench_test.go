@@ -1,0 +1,289 @@
+package azq
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The benchmarks measure the queue with a 16-byte payload and the real clock,
+// beside two baselines taken in the same run: a buffered channel send and
+// receive, and a map insert and delete. The machine these run on is shared
+// and noisy, so compare medians of several counts with benchstat, and read
+// the queue's figures as ratios to the baselines.
+//
+//	go test -run='^$' -bench=. -count=6 -benchmem . | tee new.txt
+//	benchstat new.txt
+
+var payload16 = "0123456789abcdef"
+
+// BenchmarkBaselineChannel is one send and one receive on a buffered channel.
+func BenchmarkBaselineChannel(b *testing.B) {
+	ch := make(chan string, 1024)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		ch <- payload16
+		<-ch
+	}
+}
+
+// BenchmarkBaselineMap is one insert and one delete in a map keyed like a
+// message ID.
+func BenchmarkBaselineMap(b *testing.B) {
+	m := make(map[MessageID]string)
+	var id MessageID
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		id[0], id[1], id[2], id[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
+		m[id] = payload16
+		delete(m, id)
+	}
+}
+
+// BenchmarkPut puts messages into a growing queue.
+func BenchmarkPut(b *testing.B) {
+	ctx := context.Background()
+	q := New()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := q.Put(ctx, payload16, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// prefill puts n messages that become visible at random times between one
+// hour and seven days from now: a deep queue of scheduled work that the
+// measured cycle must pass by.
+func prefill(b *testing.B, q *Queue, n int) {
+	b.Helper()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < n; i++ {
+		vis := time.Hour + time.Duration(r.Int64N(int64(6*24*time.Hour)))
+		if _, err := q.Put(ctx, payload16, &PutOptions{VisibilityTimeout: vis}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var depths = []int{0, 1e4, 1e6, 1e7}
+
+// BenchmarkCycle is Put, Get(1) and Delete of one message, with 0 to 1e7
+// other messages queued at random visibility.
+func BenchmarkCycle(b *testing.B) {
+	for _, depth := range depths {
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) {
+			if depth >= 1e7 && testing.Short() {
+				b.Skip("1e7 messages need about 2 GB and a minute to prefill")
+			}
+			ctx := context.Background()
+			q := New()
+			prefill(b, q, depth)
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := q.Put(ctx, payload16, nil); err != nil {
+					b.Fatal(err)
+				}
+				ms, err := q.Get(ctx, 1, DefaultVisibilityTimeout)
+				if err != nil || len(ms) != 1 {
+					b.Fatal(err, len(ms))
+				}
+				if err := q.Delete(ctx, ms[0].ID, ms[0].PopReceipt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBatch is 32 Puts, one Get(32) and 32 Deletes; ns/op is per
+// message.
+func BenchmarkBatch(b *testing.B) {
+	for _, depth := range []int{0, 1e6} {
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) {
+			ctx := context.Background()
+			q := New()
+			prefill(b, q, depth)
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += 32 {
+				for j := 0; j < 32; j++ {
+					if _, err := q.Put(ctx, payload16, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ms, err := q.Get(ctx, 32, DefaultVisibilityTimeout)
+				if err != nil || len(ms) != 32 {
+					b.Fatal(err, len(ms))
+				}
+				for _, m := range ms {
+					if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGetDelete32 is one Get(32) and 32 Deletes on a queue that always
+// holds enough visible messages, the consumer side alone; ns/op is per
+// message.
+func BenchmarkGetDelete32(b *testing.B) {
+	for _, depth := range []int{0, 1e6} {
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) {
+			ctx := context.Background()
+			q := New()
+			prefill(b, q, depth)
+			refill := func() {
+				for j := 0; j < 32*1024; j++ {
+					if _, err := q.Put(ctx, payload16, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			refill()
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += 32 {
+				ms, err := q.Get(ctx, 32, DefaultVisibilityTimeout)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(ms) < 32 {
+					b.StopTimer()
+					refill()
+					b.StartTimer()
+					continue
+				}
+				for _, m := range ms {
+					if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCycleParallel runs Put→Get(1)→Delete cycles from 8 goroutines on
+// one queue; compare its ns/op (per cycle, all goroutines together) with
+// BenchmarkCycle/queued=0.
+func BenchmarkCycleParallel(b *testing.B) {
+	ctx := context.Background()
+	q := New()
+	b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := q.Put(ctx, payload16, nil); err != nil {
+				b.Error(err)
+				return
+			}
+			ms, err := q.Get(ctx, 1, DefaultVisibilityTimeout)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			// Another goroutine may have taken this goroutine's message;
+			// every Put is still matched by one Get of some message.
+			for _, m := range ms {
+				if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkMemory reports the heap bytes each queued message costs, with a
+// 16-byte payload and 1e6 messages, in the bytes/msg metric.
+func BenchmarkMemory(b *testing.B) {
+	const n = 1e6
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		q := New()
+		for j := 0; j < n; j++ {
+			// A fresh string per message, as a real producer's would be.
+			content := string(append([]byte(nil), payload16...))
+			if _, err := q.Put(ctx, content, &PutOptions{VisibilityTimeout: time.Hour}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/msg")
+		runtime.KeepAlive(q)
+	}
+}
+
+// BenchmarkReceiveWakeup measures how long a Receive blocked on an empty
+// queue takes to return after another goroutine puts a message.
+func BenchmarkReceiveWakeup(b *testing.B) {
+	ctx := context.Background()
+	q := New()
+	got := make(chan struct{})
+	go func() {
+		for {
+			ms, err := q.Receive(ctx, 1, DefaultVisibilityTimeout)
+			if err != nil {
+				close(got)
+				return
+			}
+			if err := q.Delete(ctx, ms[0].ID, ms[0].PopReceipt); err != nil {
+				panic(err)
+			}
+			got <- struct{}{}
+		}
+	}()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := q.Put(ctx, payload16, nil); err != nil {
+			b.Fatal(err)
+		}
+		<-got
+	}
+	b.StopTimer()
+	q.Close()
+	<-got
+}
+
+// BenchmarkReceiveLateness measures, with the real clock, how late Receive
+// returns after a message's next-visible time: p50 and p99 in µs. Go's
+// timers have a floor of about a millisecond, so the figure is bounded by
+// the runtime, not by azq; a poller would add its interval.
+func BenchmarkReceiveLateness(b *testing.B) {
+	ctx := context.Background()
+	q := New()
+	late := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		m, err := q.Put(ctx, payload16, &PutOptions{VisibilityTimeout: 2 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ms, err := q.Receive(ctx, 1, DefaultVisibilityTimeout)
+		if err != nil {
+			b.Fatal(err)
+		}
+		late = append(late, time.Since(m.NextVisibleTime))
+		if err := q.Delete(ctx, ms[0].ID, ms[0].PopReceipt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.Sort(late)
+	b.ReportMetric(float64(late[len(late)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(late[len(late)*99/100].Microseconds()), "p99-µs")
+}

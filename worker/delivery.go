@@ -1,0 +1,150 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+)
+
+// Delivery is one message handed to a handler, with the lease the worker
+// keeps alive for it.
+type Delivery struct {
+	// Message is the message as it was fetched. Its PopReceipt goes stale
+	// at the first renewal; the worker keeps the current one, so the
+	// handler never needs it. Content is the content at fetch time; see
+	// Content for the latest checkpoint.
+	Message azq.Message
+
+	w *Worker
+
+	mu       sync.Mutex
+	receipt  azq.PopReceipt // current receipt
+	content  string         // current content
+	cancel   context.CancelCauseFunc
+	timer    *clock.Timer  // next renewal; nil if none is armed
+	gen      uint64        // renewal generation: a fired timer of an older one does nothing
+	retry    time.Duration // interval of the next renewal after a failed one
+	lost     bool          // the lease is lost
+	done     bool          // settled; nothing more may touch the message
+	released bool          // settled by shutdown
+}
+
+// Content returns the message's current content: its content at fetch
+// time, or what the last successful Checkpoint saved.
+func (d *Delivery) Content() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.content
+}
+
+// errSettled is what Checkpoint returns once the delivery has ended.
+var errSettled = errors.New("worker: checkpoint after the delivery ended")
+
+// Checkpoint saves content as the message's new content through Update
+// Message, renewing the lease at the same time, so that if this worker
+// crashes the next one resumes from there (it sees the content in
+// Message.Content). It returns an error wrapping ErrLeaseLost, and cancels
+// the handler's context, if the message is no longer this worker's; ErrShutdown
+// if the worker released the message at shutdown. Other errors leave the
+// previous content and lease in place. Checkpoint is safe for concurrent use
+// and serialised with renewals, so each Update carries the newest receipt.
+func (d *Delivery) Checkpoint(ctx context.Context, content string) error {
+	w := d.w
+	d.mu.Lock()
+	switch {
+	case d.lost:
+		d.mu.Unlock()
+		return ErrLeaseLost
+	case d.released:
+		d.mu.Unlock()
+		return ErrShutdown
+	case d.done:
+		d.mu.Unlock()
+		return errSettled
+	}
+	res, err := w.q.Update(ctx, d.Message.ID, d.receipt, w.cfg.LeaseDuration, &content)
+	if err == nil {
+		d.content = content
+	}
+	ev, err := w.renewedLocked(d, res, err, false)
+	d.mu.Unlock()
+	w.emit(ev)
+	return err
+}
+
+// armLocked arms the renewal timer. Every armed timer holds a count in the
+// worker's WaitGroup, given back either by Stop or by the callback, so Run
+// can wait for callbacks that are already running. d.mu must be held.
+func (w *Worker) armLocked(d *Delivery, after time.Duration) {
+	d.gen++
+	gen := d.gen
+	w.wg.Add(1)
+	d.timer = w.clk.AfterFunc(after, func() { w.renew(d, gen) })
+}
+
+// stopTimerLocked disarms the renewal timer. d.mu must be held.
+func (w *Worker) stopTimerLocked(d *Delivery) {
+	if d.timer != nil && d.timer.Stop() {
+		w.wg.Done()
+	}
+	d.timer = nil
+}
+
+// renew is the renewal timer's callback.
+func (w *Worker) renew(d *Delivery, gen uint64) {
+	defer w.wg.Done()
+	d.mu.Lock()
+	if d.done || d.lost || gen != d.gen {
+		d.mu.Unlock()
+		return
+	}
+	d.timer = nil
+	res, err := w.q.Update(w.base, d.Message.ID, d.receipt, w.cfg.LeaseDuration, nil)
+	ev, _ := w.renewedLocked(d, res, err, true)
+	d.mu.Unlock()
+	w.emit(ev)
+}
+
+// renewedLocked records the result of an Update that renewed the lease and
+// arms the next renewal. It returns the event to report once d.mu is
+// released, and the error for Checkpoint. d.mu must be held.
+func (w *Worker) renewedLocked(d *Delivery, res azq.UpdateResult, err error, fromTimer bool) (Event, error) {
+	ev := Event{MessageID: d.Message.ID, DequeueCount: d.Message.DequeueCount}
+	half := w.cfg.LeaseDuration / 2
+	switch {
+	case err == nil:
+		d.receipt = res.PopReceipt
+		d.retry = half
+		w.stopTimerLocked(d)
+		w.armLocked(d, half)
+		w.stats.renewals.Add(1)
+		ev.Kind = EventRenewed
+		return ev, nil
+	case isGone(err):
+		d.lost = true
+		w.stopTimerLocked(d)
+		w.stats.lost.Add(1)
+		d.cancel(ErrLeaseLost)
+		err = fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	default:
+		w.stats.errors.Add(1)
+		if fromTimer {
+			// As Functions does after a failed renewal, try again
+			// sooner: half the last interval, down to a floor that keeps
+			// a short lease from being hammered.
+			if d.retry == 0 {
+				d.retry = half
+			}
+			d.retry = max(d.retry/2, min(time.Minute, w.cfg.LeaseDuration/8), time.Millisecond)
+			w.armLocked(d, d.retry)
+		}
+	}
+	ev.Kind = EventRenewFailed
+	ev.Err = err
+	return ev, err
+}

@@ -1,0 +1,68 @@
+// Package worker runs a handler over the messages of a queue with the
+// behaviour of the Azure Functions queue trigger: it fetches messages in
+// batches, keeps each message's lease alive while its handler runs, lets the
+// handler save progress in the message, deletes a message only after its
+// handler succeeds, gives a failed message back for another attempt, and sets
+// a message aside in a poison queue once it has failed MaxDequeueCount times.
+//
+//	w := worker.New(q, func(ctx context.Context, d *worker.Delivery) error {
+//		return process(ctx, d.Message.Content)
+//	}, worker.Options{BatchSize: 16, Concurrency: 24, MaxDequeueCount: 5,
+//		Poison: worker.ServicePoison(svc)})
+//	err := w.Run(ctx)
+//
+// # Source queue
+//
+// The worker talks to its queue through the small Queue interface, which
+// *azq.Queue satisfies, so the same worker can run against a remote queue.
+// A source that also implements Receiver (azq's Receive, which blocks until
+// a message is visible) is waited on and never polled. Any other source is
+// polled with the randomized exponential back-off of Functions: after an
+// empty poll the worker waits
+//
+//	MinPollInterval + MinPollInterval·2^(k-1)·U[0.8, 1.2)
+//
+// for the k-th empty poll in a row, at most MaxPollInterval; after a batch
+// that filled the request it polls again at once, after a partial batch it
+// waits MinPollInterval. Fetch errors back off the same way in both modes.
+//
+// # Leases, checkpoints and outcomes
+//
+// Every message is fetched with a visibility timeout of LeaseDuration and
+// renewed through Update Message every LeaseDuration/2 while its handler
+// runs; each renewal's new pop receipt replaces the old one. Delivery.Checkpoint
+// saves new content the same way, so a worker that crashes leaves the
+// progress for the next one. A renewal or checkpoint that finds the message
+// gone (MessageNotFound, or PopReceiptMismatch from a remote service) means
+// another consumer owns it now: the handler's context is cancelled with
+// ErrLeaseLost, and the worker neither deletes nor retries the message.
+//
+// When the handler returns nil the message is deleted. When it returns an
+// error or panics, the message is released for another attempt after
+// RetryDelay, or, if this was attempt MaxDequeueCount or later, copied to the
+// poison queue and deleted. A message that arrives with a DequeueCount above
+// MaxDequeueCount (its last attempt crashed) goes to the poison queue
+// without running the handler. The poison queue is opened through
+// Options.Poison (ServicePoison creates it in an *azq.Service on first use)
+// under the name PoisonQueueName gives; by default the poison message is a
+// JSON PoisonRecord holding the body and why it was set aside.
+//
+// # Concurrency and shutdown
+//
+// At most Concurrency handlers run at once. The worker fetches when the
+// number of messages in flight falls to NewBatchThreshold, and then asks only
+// for as many messages as it can start at once, so no fetched message burns
+// its lease waiting for a free slot. When Run's context ends the worker stops
+// fetching, gives handlers ShutdownTimeout to finish, then cancels their
+// contexts with ErrShutdown and releases their messages (visibility 0) so that
+// another worker can take them at once instead of waiting out the lease.
+// Run returns after every goroutine it started has ended; handlers must
+// therefore honour their context.
+//
+// # Time
+//
+// All waiting — polling back-off, renewal timers, the shutdown deadline —
+// uses the queue's clock (Options.Clock, else the source's Clock method,
+// else the real clock), and the back-off jitter comes from Options.Rand, so
+// that a test with a *clock.Mock controls every timing decision.
+package worker

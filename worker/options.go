@@ -1,0 +1,228 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+)
+
+// Queue is what the worker needs from the queue it consumes: the four
+// message operations of Azure Queue Storage. *azq.Queue satisfies it; so can
+// a client of a remote queue. Put is used on the poison queue only.
+type Queue interface {
+	Get(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error)
+	Update(ctx context.Context, id azq.MessageID, receipt azq.PopReceipt, visibility time.Duration, content *string) (azq.UpdateResult, error)
+	Delete(ctx context.Context, id azq.MessageID, receipt azq.PopReceipt) error
+	Put(ctx context.Context, content string, opts *azq.PutOptions) (azq.Message, error)
+}
+
+// Receiver is implemented by a source that can wait for messages instead of
+// being polled, as *azq.Queue can: Receive behaves like Get but blocks until
+// at least one message is visible or ctx ends. The worker detects it with a
+// type assertion.
+type Receiver interface {
+	Receive(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error)
+}
+
+// PoisonOpener opens the queue that poison messages go to, creating it if
+// needed. The worker calls it the first time it sets a message aside, with
+// the name PoisonQueueName chose, and keeps the result.
+type PoisonOpener func(ctx context.Context, name string) (Queue, error)
+
+// ServicePoison returns a PoisonOpener that creates the poison queue in svc
+// (CreateQueue succeeds if the queue already exists), as Functions creates
+// "<queue>-poison" in the storage account on first use.
+func ServicePoison(svc *azq.Service) PoisonOpener {
+	return func(ctx context.Context, name string) (Queue, error) {
+		q, _, err := svc.CreateQueue(ctx, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		return q, nil
+	}
+}
+
+// Defaults, as the Azure Functions queue trigger has them.
+const (
+	DefaultBatchSize       = 16
+	DefaultMaxDequeueCount = 5
+	DefaultLeaseDuration   = 10 * time.Minute
+	DefaultMinPollInterval = 100 * time.Millisecond
+	DefaultMaxPollInterval = time.Minute
+	// DefaultShutdownTimeout is azq's own choice: Functions has no
+	// equivalent, because it never releases messages at shutdown.
+	DefaultShutdownTimeout = 30 * time.Second
+	// MaxBatchSize is the most messages one Get may return.
+	MaxBatchSize = 32
+)
+
+// Options configure a Worker. The zero value of every field means its
+// default, which is the Azure Functions default where Functions has one.
+type Options struct {
+	// BatchSize is how many messages one fetch asks for at most, 1 to 32.
+	// Default 16 (Functions batchSize).
+	BatchSize int
+	// NewBatchThreshold: the worker fetches again when the number of
+	// messages in flight falls to this. Default: Concurrency−BatchSize
+	// when Concurrency is set and larger than BatchSize, Concurrency/2 when
+	// it is set and not larger, else (BatchSize/2)·GOMAXPROCS as in
+	// Functions. It is capped at Concurrency−1.
+	NewBatchThreshold int
+	// Concurrency is the most handlers that run at once. Default
+	// BatchSize+NewBatchThreshold, the maximum Functions reaches (24 with
+	// the defaults on one processor).
+	Concurrency int
+	// MaxDequeueCount is the number of attempts before a message is set
+	// aside as poison. Default 5 (Functions maxDequeueCount).
+	MaxDequeueCount int
+	// LeaseDuration is the visibility timeout messages are fetched and
+	// renewed with; the worker renews every LeaseDuration/2. Default 10
+	// minutes (fixed in Functions). It must be at least the queue's
+	// minimum visibility timeout for Get (1 s in Azure).
+	LeaseDuration time.Duration
+	// RetryDelay is the visibility timeout a failed message is released
+	// with: the delay before its next attempt. Default 0 (Functions
+	// visibilityTimeout).
+	RetryDelay time.Duration
+	// MinPollInterval and MaxPollInterval bound the idle back-off of a
+	// polled source and the back-off after fetch errors. Defaults 100 ms
+	// and 1 minute (Functions maxPollingInterval).
+	MinPollInterval time.Duration
+	MaxPollInterval time.Duration
+	// ShutdownTimeout is how long handlers may keep running after Run's
+	// context ends before they are cancelled and their messages released.
+	// Default 30 s; a negative value releases at once.
+	ShutdownTimeout time.Duration
+
+	// QueueName names the source queue when it has no Name method; it is
+	// used to derive the poison queue's name.
+	QueueName string
+	// Poison opens the poison queue. Nil means there is none: a message
+	// that has used up its attempts is then left invisible until its lease
+	// lapses, as Functions does when it cannot have a poison queue.
+	Poison PoisonOpener
+	// PoisonQueueName overrides the poison queue's name; by default it is
+	// PoisonQueueName(QueueName).
+	PoisonQueueName string
+	// PoisonBodyOnly copies just the message body to the poison queue, as
+	// Functions does, instead of a JSON PoisonRecord; the reason is then
+	// only logged and reported in the EventPoisoned event.
+	PoisonBodyOnly bool
+
+	// Clock is the time source for every wait. Default: the source queue's
+	// Clock method if it has one (so a worker on an azq queue with a mock
+	// clock follows the mock), else the real clock.
+	Clock clock.Clock
+	// Rand is the jitter source of the poll back-off; only the fetching
+	// goroutine uses it. Default: a generator seeded at random.
+	Rand *rand.Rand
+
+	// Logger, if set, receives one record per event: debug for routine
+	// ones, info for outcomes, warn for failures.
+	Logger *slog.Logger
+	// OnEvent, if set, is called for every event, from the goroutine where
+	// it happens; it must be quick and safe for concurrent use.
+	OnEvent func(Event)
+}
+
+// config is Options with defaults filled in and checked.
+type config struct {
+	Options
+	poisonName string // "" if there is no poison queue
+	clk        clock.Clock
+}
+
+func newConfig(q Queue, o Options) (config, error) {
+	c := config{Options: o}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchSize < 1 || c.BatchSize > MaxBatchSize {
+		bad("BatchSize %d is outside 1..%d", c.BatchSize, MaxBatchSize)
+	}
+	if c.Concurrency < 0 || c.NewBatchThreshold < 0 {
+		bad("Concurrency and NewBatchThreshold must not be negative")
+	}
+	switch {
+	case c.Concurrency == 0 && c.NewBatchThreshold == 0:
+		c.NewBatchThreshold = max(c.BatchSize/2, 1) * runtime.GOMAXPROCS(0)
+		c.Concurrency = c.BatchSize + c.NewBatchThreshold
+	case c.Concurrency == 0:
+		c.Concurrency = c.BatchSize + c.NewBatchThreshold
+	case c.NewBatchThreshold == 0:
+		if c.Concurrency > c.BatchSize {
+			c.NewBatchThreshold = c.Concurrency - c.BatchSize
+		} else {
+			c.NewBatchThreshold = c.Concurrency / 2
+		}
+	}
+	c.NewBatchThreshold = min(c.NewBatchThreshold, c.Concurrency-1)
+
+	if c.MaxDequeueCount == 0 {
+		c.MaxDequeueCount = DefaultMaxDequeueCount
+	}
+	if c.MaxDequeueCount < 1 {
+		bad("MaxDequeueCount %d is below 1", c.MaxDequeueCount)
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.LeaseDuration < 0 {
+		bad("LeaseDuration %v is negative", c.LeaseDuration)
+	}
+	if c.RetryDelay < 0 {
+		bad("RetryDelay %v is negative", c.RetryDelay)
+	}
+	if c.MinPollInterval == 0 {
+		c.MinPollInterval = DefaultMinPollInterval
+	}
+	if c.MaxPollInterval == 0 {
+		c.MaxPollInterval = max(DefaultMaxPollInterval, c.MinPollInterval)
+	}
+	if c.MinPollInterval < 0 || c.MaxPollInterval < c.MinPollInterval {
+		bad("poll intervals %v..%v are not a range", c.MinPollInterval, c.MaxPollInterval)
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+
+	c.clk = c.Clock
+	if c.clk == nil {
+		if cq, ok := q.(interface{ Clock() clock.Clock }); ok {
+			c.clk = cq.Clock()
+		}
+	}
+	if c.clk == nil {
+		c.clk = clock.New()
+	}
+	if c.Rand == nil {
+		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+
+	if c.QueueName == "" {
+		if nq, ok := q.(interface{ Name() string }); ok {
+			c.QueueName = nq.Name()
+		}
+	}
+	if c.Poison != nil {
+		if c.PoisonQueueName != "" {
+			c.poisonName = c.PoisonQueueName
+		} else if name, ok := PoisonQueueName(c.QueueName); ok {
+			c.poisonName = name
+		}
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("%w: %w", ErrInvalidOptions, errors.Join(errs...))
+	}
+	return c, nil
+}

@@ -1,0 +1,424 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+)
+
+// Handler processes one message. Returning nil deletes the message;
+// returning an error (or panicking) gives it back for another attempt or,
+// on the last attempt, sets it aside as poison. ctx is cancelled with cause
+// ErrLeaseLost if the lease is lost, and with ErrShutdown if the worker stops
+// before the handler finishes; context.Cause tells which.
+type Handler func(ctx context.Context, d *Delivery) error
+
+// Worker runs a Handler over the messages of a queue. Create it with New and
+// start it with Run.
+type Worker struct {
+	q     Queue
+	recv  Receiver // nil: poll q.Get
+	h     Handler
+	cfg   config
+	err   error // from the options; Run returns it
+	clk   clock.Clock
+	stats counters
+	ran   atomic.Bool
+
+	base  context.Context // Run's context without its cancellation
+	freed chan struct{}   // a delivery settled; capacity 1, never blocks
+	wg    sync.WaitGroup  // delivery goroutines and armed renewal timers
+
+	mu     sync.Mutex
+	active map[*Delivery]struct{} // deliveries whose handler runs
+
+	poisonMu sync.Mutex
+	poisonQ  Queue
+}
+
+// New returns a worker that will run h over the messages of q with the given
+// options. Problems with the options are reported by Run, so that New can be
+// used in an expression.
+func New(q Queue, h Handler, o Options) *Worker {
+	cfg, err := newConfig(q, o)
+	w := &Worker{q: q, h: h, cfg: cfg, err: err, clk: cfg.clk,
+		freed: make(chan struct{}, 1), active: make(map[*Delivery]struct{})}
+	if q == nil || h == nil {
+		w.err = fmt.Errorf("%w: nil queue or handler", ErrInvalidOptions)
+	}
+	w.recv, _ = q.(Receiver)
+	return w
+}
+
+// Stats returns the worker's counters. It may be called at any time, from
+// any goroutine.
+func (w *Worker) Stats() Stats { return w.stats.snapshot() }
+
+// Run fetches and handles messages until ctx ends, then shuts down
+// gracefully: it stops fetching, lets running handlers finish for up to
+// ShutdownTimeout, cancels the rest and releases their messages, and returns
+// once every goroutine it started has ended. It returns nil after a shutdown
+// caused by ctx, the options' error if they are invalid, and the fetch error
+// if the source rejects the worker's request as invalid (for example a
+// LeaseDuration the queue does not accept), which no retry would mend.
+// Run may be called only once.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.err != nil {
+		return w.err
+	}
+	if !w.ran.CompareAndSwap(false, true) {
+		return errors.New("worker: Run called more than once")
+	}
+	// Handlers, renewals and the final deletes outlive ctx by the
+	// shutdown grace period, so they run on a context that keeps ctx's
+	// values but not its cancellation.
+	w.base = context.WithoutCancel(ctx)
+	err := w.fetchLoop(ctx)
+	w.shutdown()
+	return err
+}
+
+// fetchLoop fetches batches while there is room and ctx lasts.
+func (w *Worker) fetchLoop(ctx context.Context) error {
+	bo := newBackoff(w.cfg.MinPollInterval, w.cfg.MaxPollInterval, w.cfg.Rand)
+	for {
+		n, ok := w.waitForRoom(ctx)
+		if !ok {
+			return nil
+		}
+		var msgs []azq.Message
+		var err error
+		if w.recv != nil {
+			msgs, err = w.recv.Receive(ctx, n, w.cfg.LeaseDuration)
+		} else {
+			msgs, err = w.q.Get(ctx, n, w.cfg.LeaseDuration)
+		}
+		if len(msgs) > 0 {
+			w.stats.received.Add(uint64(len(msgs)))
+			w.stats.inFlight.Add(int64(len(msgs)))
+			w.emit(Event{Kind: EventFetched, N: len(msgs)})
+			if ctx.Err() != nil {
+				// Stopping: do not start what there may be no time to
+				// finish; give it back at once.
+				for _, m := range msgs {
+					w.release(&Delivery{Message: m, w: w, receipt: m.PopReceipt})
+				}
+				return nil
+			}
+			for _, m := range msgs {
+				w.start(m)
+			}
+			bo.success()
+			if w.recv == nil && len(msgs) < n {
+				// The queue is probably drained: Functions polls again
+				// after the minimum interval.
+				if !w.pause(ctx, w.cfg.MinPollInterval, nil) {
+					return nil
+				}
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if errors.Is(err, azq.ErrInvalidArgument) {
+				return fmt.Errorf("worker: fetching from the queue: %w", err)
+			}
+			w.stats.errors.Add(1)
+		}
+		if !w.pause(ctx, bo.failure(), err) {
+			return nil
+		}
+	}
+}
+
+// waitForRoom waits until the messages in flight fall to the threshold and
+// returns how many more may start now. It returns false when ctx ends.
+func (w *Worker) waitForRoom(ctx context.Context) (int, bool) {
+	for {
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		in := int(w.stats.inFlight.Load())
+		if in <= w.cfg.NewBatchThreshold {
+			return min(w.cfg.BatchSize, w.cfg.Concurrency-in), true
+		}
+		select {
+		case <-w.freed:
+		case <-ctx.Done():
+			return 0, false
+		}
+	}
+}
+
+// pause waits d on the worker's clock, reporting why; false if ctx ended.
+func (w *Worker) pause(ctx context.Context, d time.Duration, cause error) bool {
+	t := w.clk.Timer(d)
+	defer t.Stop()
+	// Reported once the timer is armed, so that a test that advances a
+	// mock clock on this event cannot move time before the wait starts.
+	w.emit(Event{Kind: EventPollWait, Wait: d, Err: cause})
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// start runs the handler for m in a goroutine of its own.
+func (w *Worker) start(m azq.Message) {
+	d := &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content}
+	w.wg.Add(1)
+	go w.process(d)
+}
+
+func (w *Worker) process(d *Delivery) {
+	defer w.wg.Done()
+	if d.Message.DequeueCount > int64(w.cfg.MaxDequeueCount) {
+		// An earlier attempt ended without an outcome (a crash or a lost
+		// lease) and used up the last try: set it aside unprocessed.
+		d.done = true
+		w.poison(d, d.receipt, d.content, ReasonDequeueCountExceeded, nil)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(w.base)
+	d.mu.Lock()
+	d.cancel = cancel
+	w.armLocked(d, w.cfg.LeaseDuration/2)
+	d.mu.Unlock()
+	w.mu.Lock()
+	w.active[d] = struct{}{}
+	w.mu.Unlock()
+
+	err := w.invoke(ctx, d)
+
+	w.mu.Lock()
+	delete(w.active, d)
+	w.mu.Unlock()
+	w.settle(d, err)
+	cancel(context.Canceled)
+}
+
+// invoke calls the handler, turning a panic into a *PanicError.
+func (w *Worker) invoke(ctx context.Context, d *Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return w.h(ctx, d)
+}
+
+// settle acts on the handler's result, unless shutdown already released
+// the message.
+func (w *Worker) settle(d *Delivery, herr error) {
+	d.mu.Lock()
+	if d.done {
+		d.mu.Unlock()
+		return
+	}
+	d.done = true
+	w.stopTimerLocked(d)
+	lost, receipt, content := d.lost, d.receipt, d.content
+	d.mu.Unlock()
+
+	id := d.Message.ID
+	switch {
+	case lost:
+		w.finish(d, EventLeaseLost, nil)
+	case herr == nil:
+		err := w.q.Delete(w.base, id, receipt)
+		switch {
+		case err == nil:
+			w.stats.succeeded.Add(1)
+			w.finish(d, EventSucceeded, nil)
+		case isGone(err):
+			w.stats.lost.Add(1)
+			w.finish(d, EventLeaseLost, err)
+		default:
+			w.stats.errors.Add(1)
+			w.finish(d, EventAbandoned, err)
+		}
+	default:
+		w.stats.failed.Add(1)
+		if d.Message.DequeueCount >= int64(w.cfg.MaxDequeueCount) {
+			w.poison(d, receipt, content, ReasonHandlerFailed, herr)
+			return
+		}
+		_, err := w.q.Update(w.base, id, receipt, w.cfg.RetryDelay, nil)
+		switch {
+		case err == nil:
+			w.finish(d, EventRetry, herr)
+		case isGone(err):
+			w.stats.lost.Add(1)
+			w.finish(d, EventLeaseLost, err)
+		default:
+			w.stats.errors.Add(1)
+			w.finish(d, EventAbandoned, err)
+		}
+	}
+}
+
+// errNoPoisonQueue is the Err of EventAbandoned for a message that should
+// be set aside when there is no poison queue.
+var errNoPoisonQueue = errors.New("worker: no poison queue; message left invisible until its lease lapses")
+
+// poison copies the message to the poison queue, then deletes it. Like
+// Functions it copies first: a crash in between leaves a duplicate in the
+// poison queue rather than losing the message.
+func (w *Worker) poison(d *Delivery, receipt azq.PopReceipt, content, reason string, herr error) {
+	pq, err := w.poisonQueue()
+	if pq == nil {
+		if err != nil {
+			w.stats.errors.Add(1)
+		} else {
+			err = errNoPoisonQueue
+		}
+		// Left invisible, not released: releasing would hand it straight
+		// back to be set aside again, a hot loop.
+		w.finish(d, EventAbandoned, err)
+		return
+	}
+	body := content
+	if !w.cfg.PoisonBodyOnly {
+		rec := PoisonRecord{Queue: w.cfg.QueueName, MessageID: d.Message.ID,
+			InsertionTime: d.Message.InsertionTime, DequeueCount: d.Message.DequeueCount,
+			Reason: reason, PoisonedAt: w.clk.Now()}
+		rec.setBody(content)
+		if herr != nil {
+			rec.Error = herr.Error()
+		}
+		body = rec.marshal()
+	}
+	_, err = pq.Put(w.base, body, nil)
+	if err != nil && body != content && errors.Is(err, azq.ErrMessageTooLarge) {
+		// The record did not fit where the body alone does: keep the
+		// message, lose the annotation (the event still carries why).
+		_, err = pq.Put(w.base, content, nil)
+	}
+	if err != nil {
+		w.stats.errors.Add(1)
+		w.finish(d, EventAbandoned, fmt.Errorf("worker: putting to the poison queue: %w", err))
+		return
+	}
+	if err := w.q.Delete(w.base, d.Message.ID, receipt); err != nil && !isGone(err) {
+		// The copy exists; the original reappears after its lease and is
+		// set aside again, a duplicate in the poison queue.
+		w.stats.errors.Add(1)
+	}
+	w.stats.poisoned.Add(1)
+	w.finish(d, EventPoisoned, herr)
+}
+
+// poisonQueue opens the poison queue on first use. It returns nil, nil when
+// there is none.
+func (w *Worker) poisonQueue() (Queue, error) {
+	w.poisonMu.Lock()
+	defer w.poisonMu.Unlock()
+	if w.poisonQ != nil || w.cfg.Poison == nil || w.cfg.poisonName == "" {
+		return w.poisonQ, nil
+	}
+	q, err := w.cfg.Poison(w.base, w.cfg.poisonName)
+	if err != nil {
+		return nil, fmt.Errorf("worker: opening poison queue %q: %w", w.cfg.poisonName, err)
+	}
+	w.poisonQ = q
+	return q, nil
+}
+
+// release gives d's message back at once (visibility 0): used at shutdown
+// so that nobody waits out a long lease for work that was dropped.
+func (w *Worker) release(d *Delivery) {
+	_, err := w.q.Update(w.base, d.Message.ID, d.receipt, 0, nil)
+	switch {
+	case err == nil:
+		w.stats.released.Add(1)
+		w.finish(d, EventReleased, nil)
+	case isGone(err):
+		w.stats.lost.Add(1)
+		w.finish(d, EventLeaseLost, err)
+	default:
+		w.stats.errors.Add(1)
+		w.finish(d, EventAbandoned, err)
+	}
+}
+
+// finish ends a delivery: it frees its slot, then reports the outcome.
+func (w *Worker) finish(d *Delivery, k EventKind, err error) {
+	w.stats.inFlight.Add(-1)
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+	w.emit(Event{Kind: k, MessageID: d.Message.ID, DequeueCount: d.Message.DequeueCount, Err: err})
+}
+
+// shutdown runs after fetching stopped: it waits for handlers up to the
+// deadline, releases what is still running, and waits for every goroutine.
+func (w *Worker) shutdown() {
+	if n := w.stats.inFlight.Load(); n > 0 && w.cfg.ShutdownTimeout > 0 {
+		t := w.clk.Timer(w.cfg.ShutdownTimeout)
+		w.emit(Event{Kind: EventStopping, N: int(n), Wait: w.cfg.ShutdownTimeout})
+	wait:
+		for w.stats.inFlight.Load() > 0 {
+			select {
+			case <-w.freed:
+			case <-t.C:
+				break wait
+			}
+		}
+		t.Stop()
+	}
+	w.mu.Lock()
+	left := make([]*Delivery, 0, len(w.active))
+	for d := range w.active {
+		left = append(left, d)
+	}
+	w.mu.Unlock()
+	for _, d := range left {
+		w.abandon(d)
+	}
+	w.wg.Wait()
+}
+
+// abandon stops a running delivery at shutdown: it cancels the handler and
+// releases the message. The handler's later result is ignored.
+func (w *Worker) abandon(d *Delivery) {
+	d.mu.Lock()
+	if d.done {
+		d.mu.Unlock()
+		return
+	}
+	d.done, d.released = true, true
+	w.stopTimerLocked(d)
+	lost := d.lost
+	d.mu.Unlock()
+	// Cancel first, so the handler stops its side effects before another
+	// worker can take the message.
+	d.cancel(ErrShutdown)
+	if lost {
+		w.finish(d, EventLeaseLost, nil)
+		return
+	}
+	w.release(d)
+}
+
+// isGone reports whether err says the message is no longer ours: Azure's
+// 404 MessageNotFound for a stale receipt, or the 400 PopReceiptMismatch
+// that some services and emulators answer instead.
+func isGone(err error) bool {
+	if errors.Is(err, azq.ErrMessageNotFound) {
+		return true
+	}
+	var ae *azq.Error
+	return errors.As(err, &ae) && ae.Code == "PopReceiptMismatch"
+}

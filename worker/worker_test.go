@@ -1,0 +1,572 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/azqlib/azq"
+)
+
+// A handler that runs ten times longer than the lease keeps its message:
+// the worker renews at half the lease, and the message is never delivered
+// again, although the worker keeps receiving the whole time.
+func TestLongHandlerRenewsLeaseAndIsNotRedelivered(t *testing.T) {
+	e := newEnv(t)
+	const lease = 10 * time.Second
+	e.put("long")
+	var calls atomic.Int32
+	started, finish := make(chan struct{}), make(chan struct{})
+	w := New(e.q, func(ctx context.Context, d *Delivery) error {
+		if calls.Add(1) == 1 {
+			close(started)
+		}
+		<-finish
+		return nil
+	}, Options{LeaseDuration: lease, Concurrency: 2, OnEvent: e.rec.on})
+	r := start(w)
+	<-started
+
+	for i := 1; i <= 20; i++ {
+		e.mock.Add(lease / 2)
+		renewed := e.rec.waitEvents(t, EventRenewed, i)
+		if got, want := renewed[i-1].Time, time.Unix(0, 0).Add(time.Duration(i)*lease/2); !got.Equal(want) {
+			t.Fatalf("renewal %d at %v, want %v", i, got, want)
+		}
+		if n := visible(t, e.q); n != 0 {
+			t.Fatalf("after %v the message is visible to others", time.Duration(i)*lease/2)
+		}
+	}
+	close(finish)
+	e.rec.waitEvents(t, EventSucceeded, 1)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	if calls.Load() != 1 || st.Received != 1 || st.Succeeded != 1 || st.LeaseRenewals != 20 || st.LeasesLost != 0 {
+		t.Fatalf("calls %d, stats %+v", calls.Load(), st)
+	}
+	if n := count(t, e.q); n != 0 {
+		t.Fatalf("%d messages left", n)
+	}
+}
+
+// A worker that dies mid-handler (its process gone: nothing it does reaches
+// the queue any more) leaves the message invisible until the lease lapses;
+// then another worker gets it, with the progress the first one saved.
+func TestCrashedWorkerMessageReappearsAfterLease(t *testing.T) {
+	e := newEnv(t)
+	const lease = 30 * time.Second
+	e.put("step 0")
+	st := &crashState{}
+	st.opsLeft.Store(-1)
+	cq := &crashQueue{Queue: e.q, st: st}
+	saved := make(chan struct{})
+	w1 := New(cq, func(ctx context.Context, d *Delivery) error {
+		if err := d.Checkpoint(ctx, "step 1"); err != nil {
+			t.Error(err)
+		}
+		close(saved)
+		<-ctx.Done()
+		return ctx.Err()
+	}, Options{LeaseDuration: lease, ShutdownTimeout: -1, OnEvent: e.rec.on})
+	r1 := start(w1)
+	<-saved
+	st.crashed.Store(true)
+	if err := r1.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if s := w1.Stats(); s.Released != 0 || s.Succeeded != 0 || s.Errors == 0 {
+		t.Fatalf("crashed worker: %+v", s)
+	}
+
+	got := make(chan *Delivery, 1)
+	w2 := New(e.q, func(ctx context.Context, d *Delivery) error {
+		got <- d
+		return nil
+	}, Options{LeaseDuration: lease, OnEvent: e.rec.on})
+	r2 := start(w2)
+	e.mock.Add(lease - time.Nanosecond)
+	if n := visible(t, e.q); n != 0 {
+		t.Fatal("the message came back before its lease lapsed")
+	}
+	e.mock.Add(time.Nanosecond)
+	d := <-got
+	if d.Message.Content != "step 1" || d.Message.DequeueCount != 2 {
+		t.Fatalf("second worker got %q, dequeue count %d", d.Message.Content, d.Message.DequeueCount)
+	}
+	e.rec.waitEvents(t, EventSucceeded, 1)
+	if err := r2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, e.q); n != 0 {
+		t.Fatalf("%d messages left", n)
+	}
+}
+
+// A panic is recovered, reported as a *PanicError, and the message is
+// released with the retry delay for another attempt.
+func TestPanicRecoveredAndRetried(t *testing.T) {
+	e := newEnv(t)
+	const retry = 30 * time.Second
+	e.put("p")
+	var calls atomic.Int32
+	w := New(e.q, func(ctx context.Context, d *Delivery) error {
+		if calls.Add(1) == 1 {
+			panic("kaboom")
+		}
+		if d.Message.DequeueCount != 2 {
+			t.Errorf("second attempt has dequeue count %d", d.Message.DequeueCount)
+		}
+		return nil
+	}, Options{RetryDelay: retry, OnEvent: e.rec.on})
+	r := start(w)
+	ev := e.rec.waitEvents(t, EventRetry, 1)[0]
+	var pe *PanicError
+	if !errors.As(ev.Err, &pe) || pe.Value != "kaboom" || !strings.Contains(string(pe.Stack), "worker_test.go") {
+		t.Fatalf("retry event error %v", ev.Err)
+	}
+	e.mock.Add(retry - time.Nanosecond)
+	if visible(t, e.q) != 0 || calls.Load() != 1 {
+		t.Fatal("retried before the retry delay")
+	}
+	e.mock.Add(time.Nanosecond)
+	e.rec.waitEvents(t, EventSucceeded, 1)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Stats(); s.Failed != 1 || s.Succeeded != 1 || s.Received != 2 || calls.Load() != 2 {
+		t.Fatalf("calls %d, stats %+v", calls.Load(), s)
+	}
+}
+
+// After exactly MaxDequeueCount failed attempts the message moves to
+// "<queue>-poison", created on first use, with a record of why.
+func TestPoisonAfterMaxDequeueCount(t *testing.T) {
+	for _, bodyOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bodyOnly=%v", bodyOnly), func(t *testing.T) {
+			e := newEnv(t)
+			orig := e.put("bad \xff input") // not UTF-8: the record must keep it exactly
+			var calls atomic.Int32
+			w := New(e.q, func(ctx context.Context, d *Delivery) error {
+				n := calls.Add(1)
+				if d.Message.DequeueCount != int64(n) {
+					t.Errorf("attempt %d has dequeue count %d", n, d.Message.DequeueCount)
+				}
+				return fmt.Errorf("boom %d", n)
+			}, Options{MaxDequeueCount: 3, Poison: ServicePoison(e.svc), PoisonBodyOnly: bodyOnly, OnEvent: e.rec.on})
+			r := start(w)
+			ev := e.rec.waitEvents(t, EventPoisoned, 1)[0]
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			if calls.Load() != 3 || ev.Err == nil || ev.Err.Error() != "boom 3" {
+				t.Fatalf("%d calls, poison event %+v", calls.Load(), ev)
+			}
+			if got := len(e.rec.of(EventRetry)); got != 2 {
+				t.Fatalf("%d retries, want 2", got)
+			}
+			if n := count(t, e.q); n != 0 {
+				t.Fatalf("%d messages left in the source", n)
+			}
+			pq, err := e.svc.Queue("jobs-poison")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := pq.Peek(context.Background(), 32)
+			if err != nil || len(ms) != 1 {
+				t.Fatalf("poison queue holds %d messages (%v)", len(ms), err)
+			}
+			if bodyOnly {
+				if ms[0].Content != orig.Content {
+					t.Fatalf("poison body %q", ms[0].Content)
+				}
+			} else {
+				rec, err := ParsePoisonRecord(ms[0].Content)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Content() != orig.Content || rec.MessageID != orig.ID || rec.DequeueCount != 3 ||
+					rec.Reason != ReasonHandlerFailed || rec.Error != "boom 3" || rec.Queue != "jobs" ||
+					!rec.InsertionTime.Equal(orig.InsertionTime) {
+					t.Fatalf("poison record %+v", rec)
+				}
+			}
+			if s := w.Stats(); s.Failed != 3 || s.Poisoned != 1 || s.Succeeded != 0 {
+				t.Fatalf("stats %+v", s)
+			}
+		})
+	}
+}
+
+// A message that arrives with a DequeueCount above MaxDequeueCount (its
+// last attempt ended in a crash) is set aside without running the handler.
+func TestPoisonBeforeInvocation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.put("crashy")
+	for i := 0; i < 2; i++ { // two attempts that died without an outcome
+		ms, err := e.q.Get(ctx, 1, time.Minute)
+		if err != nil || len(ms) != 1 {
+			t.Fatal(err)
+		}
+		if _, err := e.q.Update(ctx, ms[0].ID, ms[0].PopReceipt, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := New(e.q, func(ctx context.Context, d *Delivery) error {
+		t.Error("handler ran for a message past its attempts")
+		return nil
+	}, Options{MaxDequeueCount: 2, Poison: ServicePoison(e.svc), OnEvent: e.rec.on})
+	r := start(w)
+	e.rec.waitEvents(t, EventPoisoned, 1)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	pq, _ := e.svc.Queue("jobs-poison")
+	ms, _ := pq.Peek(ctx, 1)
+	rec, err := ParsePoisonRecord(ms[0].Content)
+	if err != nil || rec.Reason != ReasonDequeueCountExceeded || rec.DequeueCount != 3 || rec.Body != "crashy" || rec.Error != "" {
+		t.Fatalf("record %+v (%v)", rec, err)
+	}
+}
+
+func TestPoisonQueueName(t *testing.T) {
+	long := strings.Repeat("a", 56) // 56 + len("-poison") = 63, the longest name
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"jobs", "jobs-poison", true},
+		{"jobs-poison", "", false}, // already a poison queue
+		{long, long + "-poison", true},
+		{long + "a", "", false}, // would be 64 characters
+		{"", "", false},
+	} {
+		got, ok := PoisonQueueName(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("PoisonQueueName(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Without a poison queue (here: the source is itself a poison queue), a
+// message out of attempts is left invisible, not released into a hot loop.
+func TestNoPoisonQueueLeavesMessageInvisible(t *testing.T) {
+	e := newEnv(t)
+	q, _, err := e.svc.CreateQueue(context.Background(), "jobs-poison", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(context.Background(), "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	w := New(q, func(ctx context.Context, d *Delivery) error { return errors.New("no") },
+		Options{MaxDequeueCount: 1, Poison: ServicePoison(e.svc), OnEvent: e.rec.on})
+	r := start(w)
+	ev := e.rec.waitEvents(t, EventAbandoned, 1)[0]
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(ev.Err, errNoPoisonQueue) || count(t, q) != 1 || visible(t, q) != 0 {
+		t.Fatalf("event %+v; %d messages, %d visible", ev, count(t, q), visible(t, q))
+	}
+	if _, err := e.svc.Queue("jobs-poison-poison"); !errors.Is(err, azq.ErrQueueNotFound) {
+		t.Fatal("a poison queue of a poison queue was created")
+	}
+}
+
+// A renewal that fails transiently is retried sooner (halving the
+// interval); once another consumer has received the message, the renewal
+// finds it gone: the handler's context is cancelled with ErrLeaseLost and
+// the worker neither deletes nor releases the message.
+func TestLeaseLostCancelsHandler(t *testing.T) {
+	e := newEnv(t)
+	const lease = 10 * time.Second
+	e.put("contested")
+	fq := &flakyQueue{Queue: e.q}
+	cause := make(chan error, 1)
+	checkpoint := make(chan error, 1)
+	started := make(chan struct{})
+	w := New(fq, func(ctx context.Context, d *Delivery) error {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		checkpoint <- d.Checkpoint(context.Background(), "late")
+		return nil // success that must not delete
+	}, Options{LeaseDuration: lease, Concurrency: 1, OnEvent: e.rec.on}) // not fetching meanwhile
+	r := start(w)
+	<-started
+	fq.failUpdates.Store(1)
+	// Renewal at 5 s fails; retries follow at +2.5 s, +1.25 s, +1.25 s (the
+	// floor is lease/8).
+	steps := []time.Duration{5 * time.Second, 2500 * time.Millisecond, 1250 * time.Millisecond, 1250 * time.Millisecond}
+	at := time.Unix(0, 0)
+	for i, s := range steps {
+		e.mock.Add(s)
+		at = at.Add(s)
+		ev := e.rec.waitEvents(t, EventRenewFailed, i+1)[i]
+		if !ev.Time.Equal(at) || errors.Is(ev.Err, ErrLeaseLost) {
+			t.Fatalf("failure %d: %+v, want at %v", i, ev, at)
+		}
+	}
+	// At 10 s the lease has lapsed: someone else takes the message.
+	ms, err := e.q.Get(context.Background(), 1, time.Minute)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("other consumer got %d messages (%v)", len(ms), err)
+	}
+	fq.failUpdates.Store(0)
+	e.mock.Add(1250 * time.Millisecond)
+	if c := <-cause; !errors.Is(c, ErrLeaseLost) {
+		t.Fatalf("handler context cause %v", c)
+	}
+	if err := <-checkpoint; !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("checkpoint after loss: %v", err)
+	}
+	e.rec.waitEvents(t, EventLeaseLost, 1)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	// The other consumer's receipt is still current: the worker did not
+	// touch the message after losing it.
+	if err := e.q.Delete(context.Background(), ms[0].ID, ms[0].PopReceipt); err != nil {
+		t.Fatalf("other consumer's delete: %v", err)
+	}
+	if s := w.Stats(); s.LeasesLost != 1 || s.Succeeded != 0 || s.Failed != 0 || s.Errors != 4 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A polled source is polled with Functions' randomized exponential back-off,
+// on the worker's clock, with jitter from Options.Rand; a batch resets it.
+func TestPollBackoffIntervals(t *testing.T) {
+	e := newEnv(t)
+	pq := &pollQueue{q: e.q}
+	const minI, maxI = 100 * time.Millisecond, 2 * time.Second
+	w := New(pq, func(ctx context.Context, d *Delivery) error { return nil }, Options{
+		MinPollInterval: minI, MaxPollInterval: maxI, Clock: e.mock,
+		Rand: rand.New(rand.NewPCG(7, 8)), OnEvent: e.rec.on})
+	// The expected intervals, from a twin of the jitter source. Once at
+	// the cap the strategy stays there without drawing.
+	twin := rand.New(rand.NewPCG(7, 8))
+	step := func(k int) time.Duration {
+		return minI + time.Duration(float64(minI)*(0.8+0.4*twin.Float64())*float64(int(1)<<(k-1)))
+	}
+	var want []time.Duration
+	cur := time.Duration(0)
+	for k := 1; k <= 7; k++ {
+		if cur != maxI {
+			cur = min(step(k), maxI)
+		}
+		want = append(want, cur)
+	}
+	// 200, 300, 500, 900, 1700 ms (±20 % of the increment), then the cap.
+	for i, lo := range []time.Duration{180, 260, 420, 740, 1380, 2000, 2000} {
+		if want[i] < lo*time.Millisecond || want[i] > maxI {
+			t.Fatalf("interval %d = %v", i+1, want[i])
+		}
+	}
+	if want[5] != maxI || want[6] != maxI {
+		t.Fatalf("intervals %v do not reach the cap", want)
+	}
+
+	r := start(w)
+	for i, d := range want {
+		ev := e.rec.waitEvents(t, EventPollWait, i+1)[i]
+		if ev.Wait != d {
+			t.Fatalf("wait %d = %v, want %v", i+1, ev.Wait, d)
+		}
+		e.mock.Add(d)
+	}
+	// The poll after the last wait finds a message: a partial batch waits
+	// the minimum, and the back-off starts again from the beginning.
+	e.rec.waitEvents(t, EventPollWait, len(want)+1)
+	e.put("wake")
+	e.mock.Add(maxI)
+	e.rec.waitEvents(t, EventSucceeded, 1)
+	waits := e.rec.waitEvents(t, EventPollWait, len(want)+2)
+	if got := waits[len(want)+1].Wait; got != minI {
+		t.Fatalf("wait after a batch = %v, want %v", got, minI)
+	}
+	e.mock.Add(minI)
+	waits = e.rec.waitEvents(t, EventPollWait, len(want)+3)
+	if got, exp := waits[len(want)+2].Wait, step(1); got != exp {
+		t.Fatalf("first wait after reset = %v, want %v", got, exp)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	gets := pq.getTimes()
+	for i := range want {
+		if d := gets[i+1].Sub(gets[i]); d != want[i] {
+			t.Fatalf("poll %d came %v after the previous, want %v", i+2, d, want[i])
+		}
+	}
+}
+
+// Graceful shutdown: fetching stops, handlers get ShutdownTimeout to
+// finish, and what is still running then is cancelled and released at once,
+// so nobody waits out the ten-minute lease.
+func TestGracefulShutdownReleasesUnfinished(t *testing.T) {
+	e := newEnv(t)
+	const grace = 5 * time.Second
+	for _, c := range []string{"quick", "slow1", "slow2"} {
+		e.put(c)
+	}
+	started := make(chan string, 3)
+	finishQuick := make(chan struct{})
+	causes := make(chan error, 2)
+	w := New(e.q, func(ctx context.Context, d *Delivery) error {
+		started <- d.Message.Content
+		if d.Message.Content == "quick" {
+			<-finishQuick
+			return nil
+		}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}, Options{Concurrency: 4, ShutdownTimeout: grace, OnEvent: e.rec.on})
+	r := start(w)
+	for i := 0; i < 3; i++ {
+		<-started
+	}
+	r.cancel()
+	stopping := e.rec.waitEvents(t, EventStopping, 1)[0]
+	if stopping.N != 3 || stopping.Wait != grace {
+		t.Fatalf("stopping event %+v", stopping)
+	}
+	close(finishQuick)
+	e.rec.waitEvents(t, EventSucceeded, 1)
+	e.mock.Add(grace - time.Nanosecond)
+	if len(e.rec.of(EventReleased)) != 0 {
+		t.Fatal("released before the deadline")
+	}
+	e.mock.Add(time.Nanosecond)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if c := <-causes; !errors.Is(c, ErrShutdown) {
+			t.Fatalf("handler cause %v", c)
+		}
+	}
+	// Released with visibility 0: visible at this very instant.
+	if n := visible(t, e.q); n != 2 {
+		t.Fatalf("%d messages visible after shutdown, want 2", n)
+	}
+	if s := w.Stats(); s.Succeeded != 1 || s.Released != 2 || s.InFlight != 0 || s.Failed != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// Concurrency is bounded, and the worker fetches again only when in-flight
+// work falls to the threshold, asking only for what it can start.
+func TestConcurrencyAndBatchThreshold(t *testing.T) {
+	e := newEnv(t)
+	for i := 0; i < 10; i++ {
+		e.put(fmt.Sprint(i))
+	}
+	var running, peak atomic.Int32
+	started := make(chan struct{}, 10)
+	release := make(chan struct{})
+	w := New(e.q, func(ctx context.Context, d *Delivery) error {
+		n := running.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		started <- struct{}{}
+		<-release
+		running.Add(-1)
+		return nil
+	}, Options{BatchSize: 3, Concurrency: 5, NewBatchThreshold: 2, OnEvent: e.rec.on})
+	r := start(w)
+	// 3 (room 5), then at 3 > 2 in flight: wait.
+	for i := 0; i < 3; i++ {
+		<-started
+	}
+	release <- struct{}{} // 2 in flight: fetch min(3, 5-2) = 3
+	for i := 0; i < 3; i++ {
+		<-started
+	}
+	if got := running.Load(); got != 5 {
+		t.Fatalf("%d running, want 5", got)
+	}
+	close(release)
+	e.rec.waitEvents(t, EventSucceeded, 10)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if peak.Load() > 5 {
+		t.Fatalf("peak concurrency %d > 5", peak.Load())
+	}
+	fetched := e.rec.of(EventFetched)
+	if fetched[0].N != 3 || fetched[1].N != 3 {
+		t.Fatalf("first batches %d, %d; want 3, 3", fetched[0].N, fetched[1].N)
+	}
+	for _, f := range fetched {
+		if f.N > 3 {
+			t.Fatalf("batch of %d > BatchSize", f.N)
+		}
+	}
+}
+
+func TestOptions(t *testing.T) {
+	q := azq.New()
+	h := func(context.Context, *Delivery) error { return nil }
+	for _, tc := range []struct {
+		name string
+		o    Options
+		ok   bool
+	}{
+		{"zero", Options{}, true},
+		{"batch 32", Options{BatchSize: 32}, true},
+		{"batch 33", Options{BatchSize: 33}, false},
+		{"negative dequeue", Options{MaxDequeueCount: -1}, false},
+		{"min > max poll", Options{MinPollInterval: time.Second, MaxPollInterval: time.Millisecond}, false},
+		{"negative retry", Options{RetryDelay: -1}, false},
+	} {
+		err := New(q, h, tc.o).Run(canceled())
+		if (err == nil) != tc.ok || (!tc.ok && !errors.Is(err, ErrInvalidOptions)) {
+			t.Errorf("%s: Run = %v", tc.name, err)
+		}
+	}
+	c, err := newConfig(q, Options{})
+	if err != nil || c.BatchSize != 16 || c.MaxDequeueCount != 5 || c.LeaseDuration != 10*time.Minute ||
+		c.MinPollInterval != 100*time.Millisecond || c.MaxPollInterval != time.Minute ||
+		c.Concurrency != 16+c.NewBatchThreshold || c.NewBatchThreshold%8 != 0 {
+		t.Fatalf("defaults %+v (%v)", c.Options, err)
+	}
+	c, _ = newConfig(q, Options{BatchSize: 16, Concurrency: 24})
+	if c.NewBatchThreshold != 8 {
+		t.Fatalf("threshold for 16/24 = %d, want 8", c.NewBatchThreshold)
+	}
+	w := New(q, h, Options{})
+	if err := w.Run(canceled()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(canceled()); err == nil {
+		t.Fatal("second Run succeeded")
+	}
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// A LeaseDuration the queue rejects is a configuration error: Run returns it
+// instead of retrying forever.
+func TestRunReturnsInvalidFetch(t *testing.T) {
+	e := newEnv(t)
+	err := New(e.q, func(context.Context, *Delivery) error { return nil },
+		Options{LeaseDuration: time.Millisecond}).Run(context.Background())
+	if !errors.Is(err, azq.ErrOutOfRange) {
+		t.Fatalf("Run = %v", err)
+	}
+}

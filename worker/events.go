@@ -124,7 +124,7 @@ type Stats struct {
 
 type counters struct {
 	received, succeeded, failed, poisoned, released, renewals, lost, errors atomic.Uint64
-	inFlight                                                               atomic.Int64
+	inFlight                                                                atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {

@@ -5,23 +5,29 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/azqlib/azq"
 	"github.com/benbjohnson/clock"
 )
 
+// tb is what the helpers need of *testing.T and *rapid.T alike.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // testEnv is a service on a mock clock with one queue, "jobs".
 type testEnv struct {
-	t    testing.TB
+	t    tb
 	mock *clock.Mock
 	svc  *azq.Service
 	q    *azq.Queue
 	rec  *recorder
 }
 
-func newEnv(t testing.TB) *testEnv {
+func newEnv(t tb) *testEnv {
 	t.Helper()
 	mock := clock.NewMock()
 	svc := azq.NewService(azq.WithClock(mock))
@@ -42,7 +48,7 @@ func (e *testEnv) put(content string) azq.Message {
 }
 
 // visible returns how many messages of q are visible now.
-func visible(t testing.TB, q *azq.Queue) int {
+func visible(t tb, q *azq.Queue) int {
 	t.Helper()
 	ms, err := q.Peek(context.Background(), 32)
 	if err != nil {
@@ -51,7 +57,7 @@ func visible(t testing.TB, q *azq.Queue) int {
 	return len(ms)
 }
 
-func count(t testing.TB, q *azq.Queue) int {
+func count(t tb, q *azq.Queue) int {
 	t.Helper()
 	n, err := q.ApproximateCount(context.Background())
 	if err != nil {
@@ -100,7 +106,7 @@ func (r *recorder) of(k EventKind) []Event {
 // waitFor blocks until cond holds, re-checking after every event. The
 // real-time limit only turns a hang into a failure; correct runs never
 // come near it.
-func (r *recorder) waitFor(t testing.TB, what string, cond func() bool) {
+func (r *recorder) waitFor(t tb, what string, cond func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -115,7 +121,7 @@ func (r *recorder) waitFor(t testing.TB, what string, cond func() bool) {
 
 // waitEvents waits until at least n events of kind k were recorded and
 // returns them.
-func (r *recorder) waitEvents(t testing.TB, k EventKind, n int) []Event {
+func (r *recorder) waitEvents(t tb, k EventKind, n int) []Event {
 	t.Helper()
 	var got []Event
 	r.waitFor(t, k.String(), func() bool { got = r.of(k); return len(got) >= n })
@@ -137,7 +143,7 @@ func start(w *Worker) *running {
 }
 
 // stop cancels Run and waits for it to return.
-func (r *running) stop(t testing.TB) error {
+func (r *running) stop(t tb) error {
 	t.Helper()
 	r.cancel()
 	guard, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only

@@ -290,6 +290,7 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 	q.forgetExpiry(n)
 	q.store.release(slot)
 	q.count--
+	q.compactLazy()
 	q.mu.Unlock()
 	return nil
 }
@@ -334,6 +335,7 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	if visibility == 0 || n.visible < wasVisible {
 		q.wakeWaiters()
 	}
+	q.compactLazy()
 	q.mu.Unlock()
 	return res, nil
 }

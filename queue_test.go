@@ -933,3 +933,109 @@ func TestExpiryCompaction(t *testing.T) {
 }
 
 func runtime_Gosched() { runtime.Gosched() }
+
+// checkIndexes verifies the queue's internal bookkeeping: every stored
+// message is in exactly one place of the visibility index (a live ring
+// entry or a btree item with its key), the counters of dead ring entries
+// and stale expiry entries are exact, and every message with a TTL has a
+// live expiry entry.
+func checkIndexes(q *Queue) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	where := map[uint64]int{}
+	v := &q.vis
+	dead := 0
+	for i := 0; i < v.n; i++ {
+		e := v.ring[(v.head+i)&(len(v.ring)-1)]
+		if q.ringLive(e) {
+			where[e.seq]++
+		} else {
+			dead++
+		}
+	}
+	if dead != v.dead {
+		return fmt.Errorf("ring: %d dead entries, counter says %d", dead, v.dead)
+	}
+	var err error
+	v.tree.Scan(func(it visItem) bool {
+		if it == visSentinel {
+			return true
+		}
+		n := q.store.lookup(it.slot)
+		if n == nil || n.seq != it.seq || n.visible != it.at {
+			err = fmt.Errorf("btree item %+v names no stored message", it)
+			return false
+		}
+		where[it.seq]++
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	stale, withTTL := 0, map[uint64]bool{}
+	for _, e := range q.expiry.items {
+		if q.expiryLive(e) {
+			withTTL[q.store.at(e.slot).seq] = true
+		} else {
+			stale++
+		}
+	}
+	if stale != q.expiry.stale {
+		return fmt.Errorf("expiry heap: %d stale entries, counter says %d", stale, q.expiry.stale)
+	}
+	live := 0
+	for slot := uint32(0); slot < q.store.next; slot++ {
+		n := q.store.at(slot)
+		if n.seq == 0 {
+			continue
+		}
+		live++
+		if where[n.seq] != 1 {
+			return fmt.Errorf("message %d is %d times in the visibility index", n.seq, where[n.seq])
+		}
+		if n.expires != neverExpires && !withTTL[n.seq] {
+			return fmt.Errorf("message %d has no expiry entry", n.seq)
+		}
+	}
+	if live != q.count {
+		return fmt.Errorf("%d stored messages, count says %d", live, q.count)
+	}
+	return nil
+}
+
+// TestCompactionKeepsCountsExact removes messages through every path that
+// leaves dead entries (Delete, Update and expiry of ring messages, Delete of
+// hidden ones) in numbers that trigger compaction many times, and checks the
+// bookkeeping after each round.
+func TestCompactionKeepsCountsExact(t *testing.T) {
+	q, clk := newMockQueue(t)
+	mustPut(t, q, "head", &PutOptions{TimeToLive: NeverExpires})
+	for round := 0; round < 6; round++ {
+		for i := 0; i < 3000; i++ {
+			m := mustPut(t, q, "x", &PutOptions{TimeToLive: time.Duration(1+i%3) * time.Minute})
+			switch i % 4 {
+			case 0:
+				if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+					t.Fatal(err)
+				}
+			case 1:
+				if _, err := q.Update(ctx, m.ID, m.PopReceipt, time.Second, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := checkIndexes(q); err != nil {
+			t.Fatalf("round %d before expiry: %v", round, err)
+		}
+		clk.Add(2 * time.Minute) // expires two thirds of what is left
+		if _, err := q.Peek(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkIndexes(q); err != nil {
+			t.Fatalf("round %d after expiry: %v", round, err)
+		}
+	}
+	if q.vis.n > 4*q.count+2048 || len(q.expiry.items) > 4*q.count+2048 {
+		t.Fatalf("indexes hold %d ring and %d expiry entries for %d messages", q.vis.n, len(q.expiry.items), q.count)
+	}
+}

@@ -140,20 +140,27 @@ func (q *Queue) purgeExpired(now int64) {
 		q.store.release(e.slot)
 		q.count--
 	}
+	q.compactLazy()
 }
 
-// forgetExpiry records that the message being removed from slot left a
-// stale entry behind, and compacts the heap once stale entries outnumber
-// live ones, which keeps its size within twice the live count at an
-// amortized O(1) cost per removal.
+// forgetExpiry records that the message n, about to be removed, leaves a
+// stale expiry entry behind.
 func (q *Queue) forgetExpiry(n *node) {
-	if n.expires == neverExpires {
-		return
+	if n.expires != neverExpires {
+		q.expiry.stale++
 	}
-	h := &q.expiry
-	h.stale++
-	if h.stale > 1024 && h.stale > len(h.items)/2 {
+}
+
+// compactLazy compacts the expiry heap and the visibility ring once their
+// dead entries outnumber the live ones, which bounds each to about twice
+// its live size at an amortized O(1) cost per removal. It runs at the end
+// of an operation that removed something, when every dead entry is dead.
+func (q *Queue) compactLazy() {
+	if h := &q.expiry; h.stale > 1024 && h.stale > len(h.items)/2 {
 		h.compact(q.expiryLive)
+	}
+	if v := &q.vis; v.dead > 1024 && v.dead > v.n/2 {
+		q.compactRing()
 	}
 }
 

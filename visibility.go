@@ -108,10 +108,9 @@ func (q *Queue) visRemove(n *node) {
 		return
 	}
 	// Not in the tree, so in the ring: its entry dies with this change.
+	// Compaction waits for compactLazy, after the change is made, so that
+	// it does not keep the dying entry while counting it as dead.
 	v.dead++
-	if v.dead > 1024 && v.dead > v.n/2 {
-		q.compactRing()
-	}
 }
 
 // ringLive reports whether e still names a message that sits in the ring.

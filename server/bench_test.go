@@ -245,3 +245,63 @@ func BenchmarkHandlerCycle(b *testing.B) {
 	}
 	reportCycles(b)
 }
+
+// BenchmarkRawCycle: the cycle as plain HTTP requests (anonymous, no SDK)
+// over loopback with the same transport: the server's share of the SDK
+// cycle, to set beside BenchmarkHTTPFloor.
+func BenchmarkRawCycle(b *testing.B) {
+	s := server.New(server.Options{AllowAnonymous: true})
+	hs := httptest.NewServer(s)
+	b.Cleanup(func() { hs.Close(); s.Close() })
+	if _, _, err := s.Service("devstoreaccount1").CreateQueue(context.Background(), "bench", nil); err != nil {
+		b.Fatal(err)
+	}
+	base := hs.URL + "/devstoreaccount1/bench/messages"
+	body := "<QueueMessage><MessageText>benchmark message body</MessageText></QueueMessage>"
+	do := func(hc *http.Client, method, url, body string, want int, lat *[]time.Duration) string {
+		t0 := time.Now()
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("x-ms-version", "2018-03-28")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if lat != nil {
+			*lat = append(*lat, time.Since(t0))
+		}
+		if resp.StatusCode != want {
+			b.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, out)
+		}
+		return string(out)
+	}
+	cycle := func(hc *http.Client, lat *[]time.Duration) {
+		do(hc, "POST", base, body, 201, lat)
+		var m, r []string
+		for m == nil {
+			got := do(hc, "GET", base, "", 200, lat)
+			m, r = idRe.FindStringSubmatch(got), receiptRe.FindStringSubmatch(got)
+		}
+		do(hc, "DELETE", base+"/"+m[1]+"?popreceipt="+urlEscape(r[1]), "", 204, lat)
+	}
+	b.Run("clients=1", func(b *testing.B) {
+		hc := benchHTTPClient()
+		cycle(hc, nil)
+		lat := make([]time.Duration, 0, 3*b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			cycle(hc, &lat)
+		}
+		b.StopTimer()
+		reportCycles(b)
+		reportP50(b, lat)
+	})
+	b.Run("clients=8", func(b *testing.B) {
+		hc := benchHTTPClient()
+		b.ResetTimer()
+		runClients(b, benchClients, func() { cycle(hc, nil) })
+		b.StopTimer()
+		reportCycles(b)
+	})
+}

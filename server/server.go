@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/azqlib/azq"
@@ -43,6 +44,8 @@ type Server struct {
 	anon     bool
 	strict   bool
 	log      *slog.Logger
+
+	dateCache atomic.Pointer[cachedDate]
 }
 
 // accountState is one served account: its credentials, its queues and the
@@ -246,14 +249,11 @@ func (q *request) serve() {
 // "-secondary"), else path-style from the first path segment. It leaves
 // the path below the account in q.queue and q.msgID via classify.
 func (q *request) resolveAccount() error {
-	host := q.r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if host != "" && net.ParseIP(host) == nil {
-		label, _, _ := strings.Cut(host, ".")
-		if a, sec := q.s.lookupAccount(strings.ToLower(label)); a != nil {
+	host := hostWithoutPort(q.r.Host)
+	if label, _, _ := strings.Cut(host, "."); label != "" {
+		// Only a label that names an account is worth the IP check; an
+		// emulator address such as 127.0.0.1 never gets that far.
+		if a, sec := q.s.lookupAccount(strings.ToLower(label)); a != nil && net.ParseIP(host) == nil {
 			q.acct, q.secondary = a, sec
 			return nil
 		}
@@ -269,6 +269,20 @@ func (q *request) resolveAccount() error {
 	}
 	q.acct, q.secondary, q.pathStyle = a, sec, true
 	return nil
+}
+
+// hostWithoutPort strips the port and IPv6 brackets from a Host header.
+func hostWithoutPort(h string) string {
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i > 0 {
+			return h[1:i]
+		}
+		return h
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h[:i], ':') < 0 {
+		return h[:i]
+	}
+	return h
 }
 
 func (s *Server) lookupAccount(name string) (*accountState, bool) {

@@ -595,7 +595,8 @@ func TestRawACLErrors(t *testing.T) {
 }
 
 func TestRecoverPanics(t *testing.T) {
-	s := server.New(server.Options{AllowAnonymous: true})
+	var logs syncBuffer
+	s := server.New(server.Options{AllowAnonymous: true, Logger: slogTo(&logs)})
 	defer s.Close()
 	req := httptest.NewRequest("GET", "/devstoreaccount1?comp=list", nil)
 	req.URL = nil // a request no server would build; the handler must not crash
@@ -603,6 +604,9 @@ func TestRecoverPanics(t *testing.T) {
 	s.ServeHTTP(w, req)
 	if w.Code != 500 || w.Header().Get("x-ms-error-code") != "InternalError" {
 		t.Fatalf("%d %v %s", w.Code, w.Header(), w.Body)
+	}
+	if !strings.Contains(logs.String(), "panic") || !strings.Contains(logs.String(), "status=500") {
+		t.Fatalf("panic not logged: %s", logs.String())
 	}
 }
 

@@ -151,8 +151,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if s.log != nil {
+			path := ""
+			if r.URL != nil {
+				path = r.URL.Path
+			}
 			s.log.Info("request",
-				"method", r.Method, "path", r.URL.Path, "op", q.op.String(),
+				"method", r.Method, "path", path, "op", q.op.String(),
 				"status", q.status, "error_code", q.errCode,
 				"duration", time.Since(start), "request_id", q.reqID)
 		}

@@ -17,6 +17,7 @@
 //	go run ./cmd/azqload -endpoint http://127.0.0.1:10001/devstoreaccount1 -clients 8 -duration 10s
 //	go run ./cmd/azqload -connection-string "$CONN" -clients 1 -cycles 1000
 //	go run ./cmd/azqload -floor -clients 1 -duration 10s
+//	go run ./cmd/azqload -raw -endpoint http://127.0.0.1:10001/devstoreaccount1
 //
 // -endpoint is the queue service URL of the account; -account and -key
 // sign its requests (default: devstoreaccount1 and its well-known key).
@@ -26,6 +27,18 @@
 // the same HTTP transport, to a trivial handler that azqload serves itself
 // on a loopback port (or to -endpoint, if given). Each request counts as
 // one cycle.
+//
+// -raw sends the same Put, Get, Delete cycles as plain REST requests
+// without credentials and without the SDK (the server must accept
+// anonymous requests, e.g. azqd -allow-anonymous): the difference from an
+// SDK run is the SDK's own client-side cost.
+//
+// -serve-floor host:port only serves the floor handler, for -duration, so
+// that a -floor run from another process measures the floor across two
+// processes, as a real server is measured:
+//
+//	go run ./cmd/azqload -serve-floor 127.0.0.1:10013 -duration 10m &
+//	go run ./cmd/azqload -floor -endpoint http://127.0.0.1:10013/ -clients 8
 //
 // azqload sends traffic only to the endpoint it is given, and refuses any
 // host other than a loopback address or localhost unless -allow-remote is

@@ -134,6 +134,15 @@ func (w *floorWorkload) cycle(ctx context.Context, rec *recorder) error {
 	return nil
 }
 
+// floorHandler is the trivial handler of the net/http floor.
+func floorHandler() http.Handler {
+	body := []byte("ok\n")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(body)
+	})
+}
+
 // serveFloor serves a trivial handler on a loopback port and returns its
 // URL and a function that stops it.
 func serveFloor() (stop func(), url string, err error) {
@@ -141,11 +150,7 @@ func serveFloor() (stop func(), url string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	body := []byte("ok\n")
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write(body)
-	})}
+	hs := &http.Server{Handler: floorHandler()}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -53,6 +53,8 @@ type config struct {
 	messageSize int
 	timeout     time.Duration
 	floor       bool
+	raw         bool
+	serveFloor  string
 	jsonOut     bool
 	allowRemote bool
 }
@@ -78,6 +80,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.messageSize, "message-size", 64, "message content `bytes`")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "timeout of one request")
 	fs.BoolVar(&cfg.floor, "floor", false, "measure plain net/http GETs to a trivial handler instead of queue cycles")
+	fs.BoolVar(&cfg.raw, "raw", false, "send the queue cycles as plain unsigned REST requests instead of through the SDK (the server must allow anonymous requests)")
+	fs.StringVar(&cfg.serveFloor, "serve-floor", "", "only serve the -floor handler on `host:port` for -duration, for a -floor run from another process")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the result as JSON")
 	fs.BoolVar(&cfg.allowRemote, "allow-remote", false, "allow an endpoint that is not on loopback")
 	if err := fs.Parse(args); err != nil {
@@ -90,10 +94,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case fs.NArg() > 0:
 		problem = fmt.Sprintf("unexpected arguments %q", fs.Args())
+	case cfg.serveFloor != "":
+		// Nothing else is needed.
 	case !cfg.floor && (cfg.endpoint == "") == (cfg.connString == ""):
 		problem = "give one of -endpoint and -connection-string"
-	case cfg.floor && cfg.connString != "":
-		problem = "-floor takes -endpoint, not -connection-string"
+	case (cfg.floor || cfg.raw) && cfg.connString != "":
+		problem = "-floor and -raw take -endpoint, not -connection-string"
+	case cfg.floor && cfg.raw:
+		problem = "-floor and -raw exclude each other"
 	case cfg.clients < 1 || cfg.clients > 1024:
 		problem = "-clients must be 1 to 1024"
 	case cfg.duration <= 0:
@@ -122,8 +130,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 
+	if cfg.serveFloor != "" {
+		return serveFloorFor(ctx, cfg.serveFloor, cfg.duration, stdout)
+	}
 	var w workload
-	if cfg.floor {
+	switch {
+	case cfg.raw:
+		if err := checkLoopback(cfg.endpoint, cfg.allowRemote); err != nil {
+			return err
+		}
+		rw, err := newRawWorkload(ctx, cfg, hc)
+		if err != nil {
+			return err
+		}
+		w = rw
+	case cfg.floor:
 		target := cfg.endpoint
 		if target == "" {
 			stopFloor, url, err := serveFloor()
@@ -137,7 +158,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		w = &floorWorkload{client: hc, url: target, timeout: cfg.timeout}
-	} else {
+	default:
 		qw, err := newQueueWorkload(ctx, cfg, hc)
 		if err != nil {
 			return err

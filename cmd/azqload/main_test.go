@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -102,6 +103,68 @@ func TestFloor(t *testing.T) {
 	}
 }
 
+func TestRaw(t *testing.T) {
+	srv := server.New(server.Options{AllowAnonymous: true})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	res, err := runJSON(t, "-raw", "-endpoint", ts.URL+"/devstoreaccount1", "-queue", "rawtest",
+		"-clients", "2", "-cycles", "20", "-warmup", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cycles != 20 || len(res.Ops) != 3 || res.Ops[2].Count != 20 {
+		t.Fatalf("raw result %+v", res)
+	}
+	q, err := srv.Service("devstoreaccount1").Queue("rawtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.ApproximateCount(context.Background()); err != nil || n != 0 {
+		t.Fatalf("%d messages left in the queue (%v), want 0", n, err)
+	}
+
+	// Without anonymous access the server refuses, and so the run fails.
+	strict := httptest.NewServer(server.New(server.Options{}))
+	defer strict.Close()
+	if _, err := runJSON(t, "-raw", "-endpoint", strict.URL+"/devstoreaccount1", "-cycles", "1"); err == nil {
+		t.Fatal("raw run against a server that requires credentials succeeded")
+	}
+}
+
+func TestServeFloor(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-serve-floor", "127.0.0.1:0", "-duration", "1m"}, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(line, " on ")
+	u, _, _ := strings.Cut(rest, " ")
+	res, err := runJSON(t, "-floor", "-endpoint", u, "-cycles", "10", "-warmup", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cycles != 10 || res.Target != u {
+		t.Fatalf("floor against %s: %+v", u, res)
+	}
+	cancel()
+	go io.Copy(io.Discard, pr)
+	if err := <-done; err != nil {
+		t.Fatalf("serve-floor: %v", err)
+	}
+	// It also ends by itself after -duration.
+	if err := run(context.Background(), []string{"-serve-floor", "127.0.0.1:0", "-duration", "10ms"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRefusesRemoteAndBadFlags(t *testing.T) {
 	for _, endpoint := range []string{"http://192.0.2.1:10001/devstoreaccount1", "http://example.invalid/devstoreaccount1"} {
 		_, err := runJSON(t, "-endpoint", endpoint, "-cycles", "1", "-timeout", "1s")
@@ -121,6 +184,8 @@ func TestRefusesRemoteAndBadFlags(t *testing.T) {
 		{"-endpoint", "http://127.0.0.1:1/a", "-duration", "0s"},
 		{"-endpoint", "http://127.0.0.1:1/a", "-cycles", "-1"},
 		{"-endpoint", "http://127.0.0.1:1/a", "extra"},
+		{"-endpoint", "http://127.0.0.1:1/a", "-raw", "-floor"},
+		{"-connection-string", "x", "-raw"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		if !errors.Is(err, errUsage) {

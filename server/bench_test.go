@@ -19,6 +19,9 @@ import (
 	"github.com/azqlib/azq/server"
 )
 
+// emptyGets counts Gets that found nothing visible.
+var emptyGets atomic.Int64
+
 // benchClients is the number of concurrent clients of the parallel runs.
 const benchClients = 8
 
@@ -70,6 +73,7 @@ func sdkCycle(b *testing.B, q *azqueue.QueueClient, lat *[]time.Duration) {
 		if len(got.Messages) == 1 {
 			break
 		}
+		emptyGets.Add(1)
 	}
 	t2 := time.Now()
 	if _, err := q.DeleteMessage(ctx, *got.Messages[0].MessageID, *got.Messages[0].PopReceipt, nil); err != nil {
@@ -128,9 +132,11 @@ func BenchmarkSDKCycle(b *testing.B) {
 		q, _ := benchQueueClient(b, benchHTTPClient())
 		b.ReportAllocs()
 		b.ResetTimer()
+		emptyGets.Store(0)
 		runClients(b, benchClients, func() { sdkCycle(b, q, nil) })
 		b.StopTimer()
 		reportCycles(b)
+		b.ReportMetric(float64(emptyGets.Load())/float64(b.N), "empty-gets/cycle")
 	})
 }
 

@@ -1,5 +1,5 @@
 // Package server serves the Azure Queue Storage REST API over azq, so that
-// the official Azure SDKs (Go, .NET, Python, JavaScript, Java) and tools
+// the official Azure SDKs and tools
 // written for Azurite talk to an in-memory azq.Service unchanged.
 //
 // A Server is an http.Handler. Each configured Account is backed by its own

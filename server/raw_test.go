@@ -721,3 +721,46 @@ func TestRawSharedKeyLite(t *testing.T) {
 		t.Fatalf("wrong key: %d %s", r.StatusCode, r.Header.Get("x-ms-error-code"))
 	}
 }
+
+// TestRawEscapesAnyContent: content seeded through the core may hold bytes
+// XML cannot carry; the response stays well-formed, carriage returns
+// survive, and what XML cannot carry becomes U+FFFD.
+func TestRawEscapesAnyContent(t *testing.T) {
+	e := newRawEnv(t, server.Options{})
+	q, _, err := e.srv.Service("devstoreaccount1").CreateQueue(context.Background(), "anybytes", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(context.Background(), "a\x00\x01b\r\nc\xff<\"'>&\U0001F600\uFFFE", nil); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(t, "GET", acct+"/anybytes/messages?peekonly=true", "", nil, nil)
+	var doc struct {
+		Messages []struct {
+			Text string `xml:"MessageText"`
+		} `xml:"QueueMessage"`
+	}
+	if err := xml.Unmarshal([]byte(r.body), &doc); err != nil {
+		t.Fatalf("peek body is not XML: %v\n%q", err, r.body)
+	}
+	want := "a\uFFFD\uFFFDb\r\nc\uFFFD<\"'>&\U0001F600\uFFFD"
+	if len(doc.Messages) != 1 || doc.Messages[0].Text != want {
+		t.Fatalf("text %+q, want %+q", doc.Messages, want)
+	}
+}
+
+func TestRawOldGetVisibilityAndIPv6(t *testing.T) {
+	e := newRawEnv(t, server.Options{})
+	e.do(t, "PUT", acct+"/oldget", "", nil, nil)
+	d := checkError(t, e.do(t, "GET", acct+"/oldget/messages?visibilitytimeout=7201", "", nil, map[string]string{"x-ms-version": "2009-09-19"}), 400, "OutOfRangeQueryParameterValue")
+	if d["MaximumAllowed"] != "7200" {
+		t.Fatalf("details %v", d)
+	}
+	if r := e.do(t, "GET", acct+"/oldget/messages?visibilitytimeout=7200", "", nil, map[string]string{"x-ms-version": "2009-09-19"}); r.status != 200 {
+		t.Fatalf("7200 s at 2009-09-19: %d %s", r.status, r.body)
+	}
+	// An IPv6 literal host is path-style.
+	if r := e.do(t, "GET", acct+"/oldget?comp=metadata", "[::1]:10001", nil, nil); r.status != 200 {
+		t.Fatalf("IPv6 host: %d %s", r.status, r.body)
+	}
+}

@@ -3,9 +3,12 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -697,5 +700,68 @@ func TestSDKSeedThroughCore(t *testing.T) {
 	got, err := e.svc.NewQueueClient("seeded").DequeueMessage(ctx, nil)
 	if err != nil || len(got.Messages) != 1 || *got.Messages[0].MessageText != "from core" {
 		t.Fatalf("dequeue seeded: %+v %v", got, err)
+	}
+}
+
+// TestSDKConcurrentConsumers: producers and consumers share a queue over
+// HTTP; with the mock clock standing still no lease lapses, so every
+// message is consumed exactly once.
+func TestSDKConcurrentConsumers(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, server.Options{})
+	q := e.queue(t, "shared")
+	const producers, consumers, perProducer = 4, 4, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, producers+consumers)
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perProducer; i++ {
+				if _, err := q.EnqueueMessage(ctx, fmt.Sprintf("%d-%d", p, i), nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var consumed atomic.Int64
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for consumed.Load() < producers*perProducer {
+				got, err := q.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: to.Ptr(int32(5))})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, m := range got.Messages {
+					if _, err := q.DeleteMessage(ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					seen[*m.MessageText]++
+					mu.Unlock()
+					consumed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if len(seen) != producers*perProducer {
+		t.Fatalf("consumed %d distinct messages, want %d", len(seen), producers*perProducer)
+	}
+	for text, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s consumed %d times", text, n)
+		}
 	}
 }

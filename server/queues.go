@@ -13,6 +13,9 @@ import (
 
 const metaPrefix = "X-Ms-Meta-"
 
+// maxListResults is the largest List Queues page.
+const maxListResults = 5000
+
 // requestMetadata collects x-ms-meta-* headers. net/http canonicalizes
 // header names, so names arrive as "X-Ms-Meta-Name" with the case of each
 // word's first letter forced; two headers whose names differ only in case
@@ -230,6 +233,7 @@ func (q *request) listQueues() error {
 	marker, hasMarker := q.query.get("marker")
 	opts.Prefix, opts.Marker = prefix, marker
 	mr, hasMax := q.query.get("maxresults")
+	requestedMax := 0
 	if hasMax {
 		n, err := parseInt32("maxresults", mr)
 		if err != nil {
@@ -238,7 +242,10 @@ func (q *request) listQueues() error {
 		if n < 1 {
 			return outOfRange("maxresults", mr, "1", "5000")
 		}
-		opts.MaxResults = n
+		// Azure's REST specification: a value over 5000 returns up to
+		// 5000 items rather than failing.
+		opts.MaxResults = min(n, maxListResults)
+		requestedMax = n
 	}
 	if inc, ok := q.query.get("include"); ok {
 		for _, part := range strings.Split(inc, ",") {
@@ -273,7 +280,7 @@ func (q *request) listQueues() error {
 	}
 	if hasMax {
 		b.b = append(b.b, "<MaxResults>"...)
-		b.b = strconv.AppendInt(b.b, int64(opts.MaxResults), 10)
+		b.b = strconv.AppendInt(b.b, int64(requestedMax), 10)
 		b.b = append(b.b, "</MaxResults>"...)
 	}
 	b.b = append(b.b, "<Queues>"...)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -762,5 +763,21 @@ func TestRawOldGetVisibilityAndIPv6(t *testing.T) {
 	// An IPv6 literal host is path-style.
 	if r := e.do(t, "GET", acct+"/oldget?comp=metadata", "[::1]:10001", nil, nil); r.status != 200 {
 		t.Fatalf("IPv6 host: %d %s", r.status, r.body)
+	}
+}
+
+func TestRawListClampsMaxResults(t *testing.T) {
+	e := newRawEnv(t, server.Options{})
+	svc := e.srv.Service("devstoreaccount1")
+	for i := 0; i < 5002; i++ {
+		if _, _, err := svc.CreateQueue(context.Background(), fmt.Sprintf("q%05d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, query := range []string{"comp=list&maxresults=6000", "comp=list"} {
+		r := e.do(t, "GET", acct+"?"+query, "", nil, nil)
+		if r.status != 200 || strings.Count(r.body, "<Queue>") != 5000 || strings.Contains(r.body, "<NextMarker />") {
+			t.Fatalf("%s: %d, %d queues", query, r.status, strings.Count(r.body, "<Queue>"))
+		}
 	}
 }

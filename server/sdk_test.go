@@ -208,7 +208,12 @@ func TestSDKListQueues(t *testing.T) {
 
 	_, err = e.svc.NewListQueuesPager(&azqueue.ListQueuesOptions{Marker: to.Ptr("not-a-marker")}).NextPage(ctx)
 	wantCode(t, err, queueerror.InvalidMarker)
-	_, err = e.svc.NewListQueuesPager(&azqueue.ListQueuesOptions{MaxResults: to.Ptr(int32(5001))}).NextPage(ctx)
+	// Over 5000 is served as 5000, as Azure's REST specification says.
+	p, err = e.svc.NewListQueuesPager(&azqueue.ListQueuesOptions{MaxResults: to.Ptr(int32(5001))}).NextPage(ctx)
+	if err != nil || len(p.Queues) != len(names) || p.MaxResults == nil || *p.MaxResults != 5001 {
+		t.Fatalf("maxresults 5001: %+v %v", p, err)
+	}
+	_, err = e.svc.NewListQueuesPager(&azqueue.ListQueuesOptions{MaxResults: to.Ptr(int32(-1))}).NextPage(ctx)
 	wantCode(t, err, queueerror.OutOfRangeQueryParameterValue)
 }
 

@@ -123,6 +123,10 @@ func TestSDKQueueLifecycle(t *testing.T) {
 	wantCode(t, err, queueerror.OutOfRangeInput)
 	_, err = e.svc.CreateQueue(ctx, "okname", &azqueue.CreateOptions{Metadata: map[string]*string{"1bad": to.Ptr("x")}})
 	wantCode(t, err, queueerror.InvalidMetadata)
+	_, err = e.svc.CreateQueue(ctx, "okname", &azqueue.CreateOptions{Metadata: map[string]*string{"": to.Ptr("x")}})
+	wantCode(t, err, queueerror.EmptyMetadataKey)
+	_, err = e.svc.CreateQueue(ctx, "okname", &azqueue.CreateOptions{Metadata: map[string]*string{"big": to.Ptr(strings.Repeat("v", 8192))}})
+	wantCode(t, err, queueerror.MetadataTooLarge)
 
 	q := e.svc.NewQueueClient("orders")
 	props, err := q.GetProperties(ctx, nil)
@@ -562,6 +566,7 @@ func TestSDKServiceProperties(t *testing.T) {
 		t.Fatalf("secondary read: %v", err)
 	}
 	_, err = sec.NewQueueClient("replicated").EnqueueMessage(ctx, "x", nil)
+	wantCode(t, err, queueerror.AuthorizationFailure)
 	wantStatus(t, err, http.StatusForbidden)
 }
 
@@ -600,6 +605,7 @@ func TestSDKCredentialKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = c.EnqueueMessage(ctx, "x", nil)
+		wantCode(t, err, queueerror.Code("NoAuthenticationInformation"))
 		wantStatus(t, err, http.StatusUnauthorized)
 	})
 	t.Run("service SAS", func(t *testing.T) {
@@ -637,6 +643,7 @@ func TestSDKCredentialKinds(t *testing.T) {
 		}
 		// No read permission: peek is refused.
 		_, err = sq.PeekMessages(ctx, nil)
+		wantCode(t, err, queueerror.AuthorizationPermissionMismatch)
 		wantStatus(t, err, http.StatusForbidden)
 	})
 	t.Run("account SAS", func(t *testing.T) {

@@ -70,6 +70,23 @@ func (q *request) parseVersion() error {
 	return nil
 }
 
+// sasVersion applies a SAS's signed version (sv) as the request's
+// version when no x-ms-version header names one: Azure handles such a
+// request with the version the token was signed for. A malformed sv is
+// left to authorization to report.
+func (q *request) sasVersion() {
+	if _, ok := q.r.Header["X-Ms-Version"]; ok {
+		return
+	}
+	if _, ok := q.query.get("sig"); !ok {
+		return
+	}
+	sv, _ := q.query.get("sv")
+	if n, ok := versionNumber(sv); ok && n >= oldestVersionNum && (!q.s.strict || n <= latestVersionNum) {
+		q.version, q.verNum = sv, n
+	}
+}
+
 // versionNumber parses a service version "YYYY-MM-DD" into yyyymmdd.
 func versionNumber(v string) (int, bool) {
 	if len(v) != 10 || v[4] != '-' || v[7] != '-' {

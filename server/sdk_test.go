@@ -777,3 +777,23 @@ func TestSDKConcurrentConsumers(t *testing.T) {
 		}
 	}
 }
+
+// TestSASVersionWithoutHeader: a SAS request without x-ms-version is
+// handled, and answered, with the token's signed version.
+func TestSASVersionWithoutHeader(t *testing.T) {
+	e := newEnv(t, server.Options{})
+	e.queue(t, "svq")
+	qp, err := sas.QueueSignatureValues{Version: "2015-04-05", Protocol: sas.ProtocolHTTPSandHTTP, ExpiryTime: time.Now().Add(time.Hour),
+		Permissions: (&sas.QueuePermissions{Read: true}).String(), QueueName: "svq"}.SignWithSharedKey(e.cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.hs.Client().Get(e.endpoint + "/svq/messages?peekonly=true&" + qp.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("x-ms-version") != "2015-04-05" {
+		t.Fatalf("%d, version %q", resp.StatusCode, resp.Header.Get("x-ms-version"))
+	}
+}

@@ -178,6 +178,7 @@ func (q *request) serve() {
 		q.fail(err)
 		return
 	}
+	q.sasVersion()
 	if err := q.classify(); err != nil {
 		q.fail(err)
 		return

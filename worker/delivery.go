@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
-	"github.com/benbjohnson/clock"
 )
 
 // Delivery is one message handed to a handler, with the lease the worker
@@ -26,8 +25,8 @@ type Delivery struct {
 	receipt  azq.PopReceipt // current receipt
 	content  string         // current content
 	cancel   context.CancelCauseFunc
-	timer    *clock.Timer  // next renewal; nil if none is armed
-	gen      uint64        // renewal generation: a fired timer of an older one does nothing
+	due      time.Time     // next renewal, while scheduled
+	hidx     int           // index in the lease heap; -1 if not scheduled (guarded by leases.mu)
 	retry    time.Duration // interval of the next renewal after a failed one
 	lost     bool          // the lease is lost
 	done     bool          // settled; nothing more may touch the message
@@ -77,33 +76,18 @@ func (d *Delivery) Checkpoint(ctx context.Context, content string) error {
 	return err
 }
 
-// armLocked arms the renewal timer. Every armed timer holds a count in the
-// worker's WaitGroup, given back either by Stop or by the callback, so Run
-// can wait for callbacks that are already running. d.mu must be held.
-func (w *Worker) armLocked(d *Delivery, after time.Duration) {
-	d.gen++
-	gen := d.gen
-	w.wg.Add(1)
-	d.timer = w.clk.AfterFunc(after, func() { w.renew(d, gen) })
-}
+func (w *Worker) armLocked(d *Delivery, after time.Duration) { w.leases.schedule(d, after) }
 
-// stopTimerLocked disarms the renewal timer. d.mu must be held.
-func (w *Worker) stopTimerLocked(d *Delivery) {
-	if d.timer != nil && d.timer.Stop() {
-		w.wg.Done()
-	}
-	d.timer = nil
-}
+func (w *Worker) stopTimerLocked(d *Delivery) { w.leases.unschedule(d) }
 
-// renew is the renewal timer's callback.
-func (w *Worker) renew(d *Delivery, gen uint64) {
-	defer w.wg.Done()
+// renew renews d's lease when it is due. d.mu serialises it with
+// Checkpoint, so each Update carries the newest receipt.
+func (w *Worker) renew(d *Delivery) {
 	d.mu.Lock()
-	if d.done || d.lost || gen != d.gen {
+	if d.done || d.lost {
 		d.mu.Unlock()
 		return
 	}
-	d.timer = nil
 	res, err := w.q.Update(w.base, d.Message.ID, d.receipt, w.cfg.LeaseDuration, nil)
 	ev, _ := w.renewedLocked(d, res, err, true)
 	d.mu.Unlock()

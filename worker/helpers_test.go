@@ -108,13 +108,19 @@ func (r *recorder) of(k EventKind) []Event {
 // come near it.
 func (r *recorder) waitFor(t tb, what string, cond func() bool) {
 	t.Helper()
+	r.waitForDiag(t, func() string { return what }, cond)
+}
+
+// waitForDiag is waitFor with a description computed on failure.
+func (r *recorder) waitForDiag(t tb, what func() string, cond func() bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for !cond() {
 		select {
 		case <-r.notify:
 		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out waiting for %s", what())
 		}
 	}
 }

@@ -106,7 +106,8 @@ func TestPropertyEveryMessageProcessedOrPoisoned(t *testing.T) {
 			}
 			// Replace crashed workers, then wait until the live ones have
 			// taken and settled everything visible.
-			e.rec.waitFor(rt, "quiescence", func() bool {
+			var why string
+			e.rec.waitForDiag(rt, func() string { return "quiescence: " + why }, func() bool {
 				for i, s := range slots {
 					if s.cq.st.crashed.Load() && settled(s) {
 						if err := s.run.stop(rt); err != nil {
@@ -117,11 +118,13 @@ func TestPropertyEveryMessageProcessedOrPoisoned(t *testing.T) {
 						return false
 					}
 				}
-				for _, s := range slots {
+				for i, s := range slots {
 					if !settled(s) {
+						why = fmt.Sprintf("worker %d: %+v, returned %d, crashed %v", i, s.run.w.Stats(), s.cq.returned.Load(), s.cq.st.crashed.Load())
 						return false
 					}
 				}
+				why = fmt.Sprintf("%d visible at %v; workers %d", visible(rt, e.q), e.mock.Now(), len(slots))
 				return visible(rt, e.q) == 0
 			})
 			if count(rt, e.q) == 0 {

@@ -32,9 +32,11 @@ type Worker struct {
 	stats counters
 	ran   atomic.Bool
 
-	base  context.Context // Run's context without its cancellation
-	freed chan struct{}   // a delivery settled; capacity 1, never blocks
-	wg    sync.WaitGroup  // delivery goroutines and armed renewal timers
+	base   context.Context // Run's context without its cancellation
+	freed  chan struct{}   // a delivery settled; capacity 1, never blocks
+	work   chan *Delivery  // to the handler goroutines; room for Concurrency
+	leases leases
+	wg     sync.WaitGroup // delivery goroutines and armed renewal timers
 
 	mu     sync.Mutex
 	active map[*Delivery]struct{} // deliveries whose handler runs
@@ -50,6 +52,7 @@ func New(q Queue, h Handler, o Options) *Worker {
 	cfg, err := newConfig(q, o)
 	w := &Worker{q: q, h: h, cfg: cfg, err: err, clk: cfg.clk,
 		freed: make(chan struct{}, 1), active: make(map[*Delivery]struct{})}
+	w.leases.w = w
 	if q == nil || h == nil {
 		w.err = fmt.Errorf("%w: nil queue or handler", ErrInvalidOptions)
 	}
@@ -80,7 +83,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	// shutdown grace period, so they run on a context that keeps ctx's
 	// values but not its cancellation.
 	w.base = context.WithoutCancel(ctx)
+	// A fixed set of handler goroutines, rather than one per message: a
+	// fresh goroutine's stack has to grow on every message, which cost
+	// more than everything else the worker does.
+	w.work = make(chan *Delivery, w.cfg.Concurrency)
+	for i := 0; i < w.cfg.Concurrency; i++ {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for d := range w.work {
+				w.process(d)
+			}
+		}()
+	}
 	err := w.fetchLoop(ctx)
+	close(w.work)
 	w.shutdown()
 	return err
 }
@@ -108,7 +125,7 @@ func (w *Worker) fetchLoop(ctx context.Context) error {
 				// Stopping: do not start what there may be no time to
 				// finish; give it back at once.
 				for _, m := range msgs {
-					w.release(&Delivery{Message: m, w: w, receipt: m.PopReceipt})
+					w.release(w.newDelivery(m))
 				}
 				return nil
 			}
@@ -174,15 +191,18 @@ func (w *Worker) pause(ctx context.Context, d time.Duration, cause error) bool {
 	}
 }
 
-// start runs the handler for m in a goroutine of its own.
+// start hands m to a handler goroutine. The channel has room for
+// Concurrency deliveries and no more than that are in flight, so it never
+// blocks.
 func (w *Worker) start(m azq.Message) {
-	d := &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content}
-	w.wg.Add(1)
-	go w.process(d)
+	w.work <- w.newDelivery(m)
+}
+
+func (w *Worker) newDelivery(m azq.Message) *Delivery {
+	return &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content, hidx: -1}
 }
 
 func (w *Worker) process(d *Delivery) {
-	defer w.wg.Done()
 	if d.Message.DequeueCount > int64(w.cfg.MaxDequeueCount) {
 		// An earlier attempt ended without an outcome (a crash or a lost
 		// lease) and used up the last try: set it aside unprocessed.

@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/azqlib/azq"
+)
+
+// fill puts n messages into a fresh queue on the real clock, outside the
+// timed part of a benchmark.
+func fill(b *testing.B, n int) *azq.Queue {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	q := azq.New()
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		if _, err := q.Put(ctx, "payload", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return q
+}
+
+// BenchmarkRawGetDelete is the floor the worker is measured against: the
+// core's own Get (batches of 16) and Delete, in one goroutine, no handler.
+func BenchmarkRawGetDelete(b *testing.B) {
+	q := fill(b, b.N)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for done := 0; done < b.N; {
+		ms, err := q.Get(ctx, 16, 10*time.Minute)
+		if err != nil || len(ms) == 0 {
+			b.Fatalf("get: %d messages, %v", len(ms), err)
+		}
+		for _, m := range ms {
+			if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += len(ms)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkWorker is end-to-end throughput with a no-op handler: fetch,
+// lease timer, handler goroutine, delete, accounting, for one and several
+// workers on the same queue, with the default options.
+func BenchmarkWorker(b *testing.B) {
+	for _, n := range []int{1, 4} {
+		b.Run("workers="+string(rune('0'+n)), func(b *testing.B) { benchWorkers(b, n) })
+	}
+}
+
+func benchWorkers(b *testing.B, workers int) {
+	q := fill(b, b.N)
+	b.ReportAllocs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var handled atomic.Int64
+	h := func(context.Context, *Delivery) error {
+		if handled.Add(1) == int64(b.N) {
+			cancel() // graceful: the last deletes finish before Run returns
+		}
+		return nil
+	}
+	ws := make([]*Worker, workers)
+	var wg sync.WaitGroup
+	for i := range ws {
+		ws[i] = New(q, h, Options{})
+		wg.Add(1)
+		go func(w *Worker) {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil {
+				b.Error(err)
+			}
+		}(ws[i])
+	}
+	wg.Wait()
+	b.StopTimer()
+	var ok uint64
+	for _, w := range ws {
+		ok += w.Stats().Succeeded
+	}
+	if ok != uint64(b.N) {
+		b.Fatalf("%d of %d messages succeeded", ok, b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}

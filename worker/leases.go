@@ -1,0 +1,136 @@
+package worker
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// leases schedules the renewals of all running deliveries with a single
+// clock timer armed for the earliest one. A timer per message cost half the
+// worker's throughput (the runtime's timer heap and the wake-ups it causes);
+// a heap of at most Concurrency entries costs a few comparisons.
+type leases struct {
+	w       *Worker
+	mu      sync.Mutex
+	h       leaseHeap
+	timer   *leaseTimer // armed for armedAt; nil if none
+	armedAt time.Time
+}
+
+// leaseTimer is one arming of the timer. It holds a count in the worker's
+// WaitGroup, which exactly one party gives back: Stop, if it prevented the
+// callback, or else the callback. claimed records which, under leases.mu,
+// rather than trusting Stop alone: the mock clock can report a timer stopped
+// and still run its callback when Stop races with Add.
+type leaseTimer struct {
+	t       *clock.Timer
+	claimed bool
+}
+
+// schedule (re)sets d's renewal to after from now.
+func (l *leases) schedule(d *Delivery, after time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d.due = l.w.clk.Now().Add(after)
+	if d.hidx >= 0 {
+		heap.Fix(&l.h, d.hidx)
+	} else {
+		heap.Push(&l.h, d)
+	}
+	if l.timer == nil || d.due.Before(l.armedAt) {
+		l.armLocked(d.due)
+	}
+}
+
+// unschedule drops d's renewal. With nothing left to renew the timer is
+// stopped, so that Run does not wait for it.
+func (l *leases) unschedule(d *Delivery) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d.hidx >= 0 {
+		heap.Remove(&l.h, d.hidx)
+	}
+	if len(l.h) == 0 {
+		l.stopLocked()
+	}
+}
+
+// armLocked arms the timer for at, replacing any armed one. The armed timer
+// holds a count in the worker's WaitGroup, given back by Stop or by the
+// callback. l.mu must be held.
+func (l *leases) armLocked(at time.Time) {
+	l.stopLocked()
+	l.armedAt = at
+	tk := &leaseTimer{}
+	l.w.wg.Add(1)
+	tk.t = l.w.clk.AfterFunc(at.Sub(l.w.clk.Now()), func() { l.fire(tk) })
+	l.timer = tk
+}
+
+func (l *leases) stopLocked() {
+	if tk := l.timer; tk != nil && tk.t.Stop() && !tk.claimed {
+		tk.claimed = true
+		l.w.wg.Done()
+	}
+	l.timer = nil
+}
+
+// fire starts the renewals that are due and re-arms for the next one.
+func (l *leases) fire(tk *leaseTimer) {
+	l.mu.Lock()
+	if tk.claimed {
+		l.mu.Unlock() // stopped, and its count given back by Stop
+		return
+	}
+	tk.claimed = true
+	defer l.w.wg.Done()
+	if tk != l.timer {
+		l.mu.Unlock() // replaced while firing; the new timer does the work
+		return
+	}
+	l.timer = nil
+	now := l.w.clk.Now()
+	var due []*Delivery
+	for len(l.h) > 0 && !l.h[0].due.After(now) {
+		due = append(due, heap.Pop(&l.h).(*Delivery))
+	}
+	if len(l.h) > 0 {
+		l.armLocked(l.h[0].due)
+	}
+	// Counted before l.mu is released, while this callback's own count
+	// is still held, so Run cannot stop waiting in between.
+	l.w.wg.Add(len(due))
+	l.mu.Unlock()
+	for _, d := range due {
+		go func() {
+			defer l.w.wg.Done()
+			l.w.renew(d)
+		}()
+	}
+}
+
+// leaseHeap orders deliveries by renewal time.
+type leaseHeap []*Delivery
+
+func (h leaseHeap) Len() int           { return len(h) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h leaseHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *leaseHeap) Push(x any) {
+	d := x.(*Delivery)
+	d.hidx = len(*h)
+	*h = append(*h, d)
+}
+func (h *leaseHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	d.hidx = -1
+	return d
+}

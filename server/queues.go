@@ -17,17 +17,19 @@ const metaPrefix = "X-Ms-Meta-"
 const maxListResults = 5000
 
 // requestMetadata collects x-ms-meta-* headers. net/http canonicalizes
-// header names, so names arrive as "X-Ms-Meta-Name" with the case of each
-// word's first letter forced; two headers whose names differ only in case
-// arrive as one header with two values, which Azure rejects as duplicate
-// metadata.
+// header names ("x-ms-meta-myKey" arrives as "X-Ms-Meta-Mykey"), so the
+// case a client sent is lost; names are stored in lower case, which is
+// exact for the usual all-lower-case names and, since Azure compares
+// metadata names ignoring case, equivalent for the rest. Two headers whose
+// names differ only in case arrive as one header with two values, which
+// Azure rejects as duplicate metadata.
 func (q *request) requestMetadata() (map[string]string, error) {
 	var md map[string]string
 	for k, vs := range q.r.Header {
 		if len(k) < len(metaPrefix) || !strings.EqualFold(k[:len(metaPrefix)], metaPrefix) {
 			continue
 		}
-		name := k[len(metaPrefix):]
+		name := strings.ToLower(k[len(metaPrefix):])
 		if len(vs) > 1 {
 			return nil, &azq.Error{Code: azq.CodeInvalidMetadata, StatusCode: http.StatusBadRequest,
 				Details: []azq.Detail{{Name: "MetadataName", Value: truncate(name, 256)}, {Name: "Reason", Value: "duplicate metadata name"}}}

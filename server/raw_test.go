@@ -205,6 +205,13 @@ func TestRawListKeepsMetadataCase(t *testing.T) {
 	if r.status != 200 || !strings.Contains(r.body, want) || !strings.Contains(r.body, `ServiceEndpoint="`+e.hs.URL+acct+`/"`) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
+	// Over HTTP the client's case is lost in net/http; names are stored
+	// in lower case.
+	e.do(t, "PUT", acct+"/cased2", "", nil, map[string]string{"x-ms-meta-Team_Name": "blue"})
+	r = e.do(t, "GET", acct+"?comp=list&include=metadata&prefix=cased2", "", nil, nil)
+	if !strings.Contains(r.body, "<Metadata><team_name>blue</team_name></Metadata>") {
+		t.Fatalf("http metadata listing: %s", r.body)
+	}
 	checkError(t, e.do(t, "GET", acct+"?comp=list&maxresults=0", "", nil, nil), 400, "OutOfRangeQueryParameterValue")
 	checkError(t, e.do(t, "GET", acct+"?comp=list&maxresults=ten", "", nil, nil), 400, "InvalidQueryParameterValue")
 	checkError(t, e.do(t, "GET", acct+"?comp=list&include=acl", "", nil, nil), 400, "InvalidQueryParameterValue")

@@ -311,3 +311,96 @@ func BenchmarkRawCycle(b *testing.B) {
 		reportCycles(b)
 	})
 }
+
+// BenchmarkRoundTripRatio interleaves one-client requests to this server
+// with round trips to a trivial net/http handler over the same transport,
+// so that both p50s are measured under the same machine load, and reports
+// their ratio. "raw" sends plain HTTP requests (anonymous), "sdk" goes
+// through the Azure SDK for Go with Shared Key signing.
+func BenchmarkRoundTripRatio(b *testing.B) {
+	floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(floor.Close)
+	floorRT := func(hc *http.Client) time.Duration {
+		t0 := time.Now()
+		resp, err := hc.Get(floor.URL + "/devstoreaccount1/bench/messages")
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return time.Since(t0)
+	}
+	report := func(b *testing.B, srv, flo []time.Duration) {
+		slices.Sort(srv)
+		slices.Sort(flo)
+		s, f := srv[len(srv)/2], flo[len(flo)/2]
+		b.ReportMetric(float64(s.Nanoseconds())/1e3, "p50-µs/req")
+		b.ReportMetric(float64(f.Nanoseconds())/1e3, "floor-p50-µs/req")
+		b.ReportMetric(float64(s)/float64(f), "p50-ratio")
+	}
+	b.Run("raw", func(b *testing.B) {
+		s := server.New(server.Options{AllowAnonymous: true})
+		hs := httptest.NewServer(s)
+		b.Cleanup(func() { hs.Close(); s.Close() })
+		if _, _, err := s.Service("devstoreaccount1").CreateQueue(context.Background(), "bench", nil); err != nil {
+			b.Fatal(err)
+		}
+		hc := benchHTTPClient()
+		base := hs.URL + "/devstoreaccount1/bench/messages"
+		body := "<QueueMessage><MessageText>benchmark message body</MessageText></QueueMessage>"
+		do := func(method, url, body string) (string, time.Duration) {
+			t0 := time.Now()
+			req, _ := http.NewRequest(method, url, strings.NewReader(body))
+			req.Header.Set("x-ms-version", "2018-03-28")
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				b.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, out)
+			}
+			return string(out), time.Since(t0)
+		}
+		floorRT(hc)
+		srv := make([]time.Duration, 0, 3*b.N)
+		flo := make([]time.Duration, 0, 3*b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			_, d := do("POST", base, body)
+			srv = append(srv, d)
+			flo = append(flo, floorRT(hc))
+			got, d := do("GET", base, "")
+			srv = append(srv, d)
+			flo = append(flo, floorRT(hc))
+			m, r := idRe.FindStringSubmatch(got), receiptRe.FindStringSubmatch(got)
+			if m == nil {
+				b.Fatalf("nothing dequeued: %s", got)
+			}
+			_, d = do("DELETE", base+"/"+m[1]+"?popreceipt="+urlEscape(r[1]), "")
+			srv = append(srv, d)
+			flo = append(flo, floorRT(hc))
+		}
+		b.StopTimer()
+		report(b, srv, flo)
+	})
+	b.Run("sdk", func(b *testing.B) {
+		hc := benchHTTPClient()
+		q, _ := benchQueueClient(b, hc)
+		sdkCycle(b, q, nil)
+		floorRT(hc)
+		srv := make([]time.Duration, 0, 3*b.N)
+		flo := make([]time.Duration, 0, 3*b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			sdkCycle(b, q, &srv)
+			flo = append(flo, floorRT(hc), floorRT(hc), floorRT(hc))
+		}
+		b.StopTimer()
+		report(b, srv, flo)
+	})
+}

@@ -143,7 +143,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		errs = append(errs, fmt.Errorf("closing the service: %w", err))
 	}
 	fmt.Fprintln(stdout, "azqd: stopped")
-	return errors.Join(errs...)
+	err = errors.Join(errs...)
+	if logger != nil {
+		if err != nil {
+			logger.Error("azqd stopped", "err", err)
+		} else {
+			logger.Info("azqd stopped")
+		}
+	}
+	return err
 }
 
 // newHandler routes /_azq/ to clock control (nil: off, every such path

@@ -276,6 +276,31 @@ func TestUnauthenticatedRequestsNeedAllowAnonymous(t *testing.T) {
 	}
 }
 
+func TestStrictVersion(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprint("strict=", strict), func(t *testing.T) {
+			args := []string{"-allow-anonymous"}
+			if strict {
+				args = append(args, "-strict-version")
+			}
+			d := start(t, args...)
+			req, err := http.NewRequest("GET", d.base+"/devstoreaccount1?comp=list", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("x-ms-version", "2099-01-01")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.StatusCode == http.StatusOK; got == strict {
+				t.Fatalf("x-ms-version 2099-01-01 with -strict-version=%v: %s", strict, resp.Status)
+			}
+		})
+	}
+}
+
 type clockJSON struct {
 	Now   time.Time `json:"now"`
 	Error string    `json:"error"`

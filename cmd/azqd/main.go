@@ -71,7 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var ctl *clockControl
 	if cfg.clockControl {
 		mock := clock.NewMock()
-		mock.Set(time.Now())
+		// Round(0) drops the monotonic reading: the mock clock is wall time only.
+		mock.Set(time.Now().Round(0))
 		clk = mock
 		ctl = &clockControl{clk: mock}
 	}

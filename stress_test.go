@@ -2,7 +2,13 @@ package azq
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,5 +82,365 @@ func TestReceiveWokenByUpdateShorteningVisibility(t *testing.T) {
 				t.Errorf("received at +%v, want +%v", got-time.Minute, vis)
 			}
 		})
+	}
+}
+
+// stressLedger records, per message content, every delivery and deletion
+// the consumers of a stress test saw.
+type stressLedger struct {
+	mu        sync.Mutex
+	dequeues  map[string][]int64 // DequeueCount of every delivery
+	deletions map[string]int
+	deleted   int
+}
+
+func newStressLedger() *stressLedger {
+	return &stressLedger{dequeues: map[string][]int64{}, deletions: map[string]int{}}
+}
+
+func (l *stressLedger) delivered(m Message) {
+	l.mu.Lock()
+	l.dequeues[m.Content] = append(l.dequeues[m.Content], m.DequeueCount)
+	l.mu.Unlock()
+}
+
+// deletedOne records a successful Delete and returns how many there were.
+func (l *stressLedger) deletedOne(content string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deletions[content]++
+	l.deleted++
+	return l.deleted
+}
+
+// verify checks that every message was delivered at least once and
+// deleted exactly once, and that its deliveries carry the DequeueCounts
+// 1..k, each once: no Get was lost or counted twice, and no two consumers
+// ever held the same delivery.
+func (l *stressLedger) verify(t *testing.T, contents []string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	redelivered := 0
+	for _, c := range contents {
+		if n := l.deletions[c]; n != 1 {
+			t.Errorf("%s deleted %d times, want exactly once", c, n)
+		}
+		counts := slices.Clone(l.dequeues[c])
+		if len(counts) == 0 {
+			t.Errorf("%s never delivered", c)
+			continue
+		}
+		slices.Sort(counts)
+		for i, n := range counts {
+			if n != int64(i+1) {
+				t.Errorf("%s delivered with DequeueCounts %v, want 1..%d", c, counts, len(counts))
+				break
+			}
+		}
+		redelivered += len(counts) - 1
+	}
+	if len(l.dequeues) != len(contents) {
+		t.Errorf("%d distinct contents delivered, want %d", len(l.dequeues), len(contents))
+	}
+	t.Logf("%d messages, %d redeliveries", len(contents), redelivered)
+}
+
+type stressConfig struct {
+	producers, perProducer, consumers int
+	visibility                        time.Duration // a consumer's lease
+	maxDelay                          time.Duration // longest Put delay
+}
+
+// runStress has producers put messages while consumers Receive them; a
+// third of deliveries "crash" (no Delete, so the lease lapses and the
+// message reappears), some renew their lease with Update first, the rest
+// Delete. It returns when every message has been deleted once, and checks
+// that the queue is then empty.
+func runStress(t *testing.T, q *Queue, cfg stressConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	total := cfg.producers * cfg.perProducer
+	contents := make([]string, 0, total)
+	for p := range cfg.producers {
+		for i := range cfg.perProducer {
+			contents = append(contents, fmt.Sprintf("p%d-m%d", p, i))
+		}
+	}
+	ledger := newStressLedger()
+	done := make(chan struct{})
+	var closeDone sync.Once
+	fail := make(chan error, cfg.producers+cfg.consumers)
+
+	var wg sync.WaitGroup
+	for p := range cfg.producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(p), 1))
+			for i := range cfg.perProducer {
+				var opts *PutOptions
+				if cfg.maxDelay > 0 && rng.IntN(4) == 0 {
+					opts = &PutOptions{VisibilityTimeout: time.Duration(rng.Int64N(int64(cfg.maxDelay)))}
+				}
+				if _, err := q.Put(ctx, fmt.Sprintf("p%d-m%d", p, i), opts); err != nil {
+					fail <- fmt.Errorf("Put: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	for c := range cfg.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 2))
+			for {
+				msgs, err := q.Receive(ctx, 1+rng.IntN(32), cfg.visibility)
+				if err != nil {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					fail <- fmt.Errorf("Receive: %w", err)
+					return
+				}
+				for _, m := range msgs {
+					ledger.delivered(m)
+					receipt := m.PopReceipt
+					switch r := rng.IntN(6); {
+					case r < 2:
+						continue // crash: never delete
+					case r < 3:
+						res, err := q.Update(ctx, m.ID, receipt, cfg.visibility, nil)
+						if errors.Is(err, ErrMessageNotFound) {
+							continue // the lease lapsed and someone else has it
+						}
+						if err != nil {
+							fail <- fmt.Errorf("Update: %w", err)
+							return
+						}
+						receipt = res.PopReceipt
+					}
+					err := q.Delete(ctx, m.ID, receipt)
+					if errors.Is(err, ErrMessageNotFound) {
+						continue // the lease lapsed and someone else has it
+					}
+					if err != nil {
+						fail <- fmt.Errorf("Delete: %w", err)
+						return
+					}
+					if ledger.deletedOne(m.Content) == total {
+						closeDone.Do(func() { close(done) })
+					}
+				}
+			}
+		}()
+	}
+
+	select {
+	case <-done:
+	case err := <-fail:
+		t.Error(err)
+	case <-ctx.Done():
+		ledger.mu.Lock()
+		t.Errorf("gave up: %d of %d messages deleted", ledger.deleted, total)
+		ledger.mu.Unlock()
+	}
+	closeDone.Do(func() { close(done) })
+	cancel()
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	ledger.verify(t, contents)
+	if n, err := q.ApproximateCount(context.Background()); err != nil || n != 0 {
+		t.Errorf("ApproximateCount = %d, %v after every message was deleted; want 0", n, err)
+	}
+	if msgs, err := q.Peek(context.Background(), 32); err != nil || len(msgs) != 0 {
+		t.Errorf("Peek found %d messages, %v after every message was deleted", len(msgs), err)
+	}
+}
+
+// TestStress runs producers and consumers, some of them crashing, on one
+// queue whose mock clock a driver goroutine advances, so leases lapse and
+// messages reappear without the test waiting on real time. Every message
+// must be delivered at least once and deleted exactly once, and the queue
+// must end empty.
+func TestStress(t *testing.T) {
+	clk := clock.NewMock()
+	q := New(WithClock(clk))
+	stop := make(chan struct{})
+	driverDone := make(chan struct{})
+	go func() {
+		defer close(driverDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				clk.Add(200 * time.Millisecond)
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-driverDone
+	}()
+	runStress(t, q, stressConfig{
+		producers: 8, perProducer: 1000, consumers: 16,
+		visibility: time.Second, maxDelay: 2 * time.Second,
+	})
+}
+
+// TestIntegrationStressRealClock is TestStress on the real clock, with
+// leases of a millisecond (custom limits) so that crashed messages come
+// back within the test.
+func TestIntegrationStressRealClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on the real clock")
+	}
+	q := New(WithLimits(Limits{MinGetVisibilityTimeout: time.Millisecond}))
+	runStress(t, q, stressConfig{
+		producers: 4, perProducer: 250, consumers: 8,
+		visibility: time.Millisecond, maxDelay: 5 * time.Millisecond,
+	})
+}
+
+// TestStressReceiveWokenByPut parks many Receive calls on an empty queue,
+// then puts exactly one message per waiter from several producers: Put must
+// wake them (the mock clock never moves), and every waiter must get one
+// distinct message. A second round puts delayed messages, which the waiters
+// must take when the mock clock reaches their next-visible time.
+func TestStressReceiveWokenByPut(t *testing.T) {
+	const waiters, producers = 32, 4
+	for _, delay := range []time.Duration{0, 5 * time.Second} {
+		t.Run(delay.String(), func(t *testing.T) {
+			clk := clock.NewMock()
+			q := New(WithClock(clk))
+			ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+			defer cancel()
+
+			got := make(chan Message, waiters)
+			errs := make(chan error, waiters)
+			var wg sync.WaitGroup
+			for range waiters {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					msgs, err := q.Receive(ctx, 1, time.Hour)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(msgs) != 1 {
+						errs <- fmt.Errorf("Receive(1) returned %d messages", len(msgs))
+						return
+					}
+					got <- msgs[0]
+				}()
+			}
+			awaitWaiters(t, q, waiters)
+
+			start := clk.Now()
+			var pw sync.WaitGroup
+			for p := range producers {
+				pw.Add(1)
+				go func() {
+					defer pw.Done()
+					for i := range waiters / producers {
+						if _, err := q.Put(ctx, fmt.Sprintf("p%d-m%d", p, i), &PutOptions{VisibilityTimeout: delay}); err != nil {
+							errs <- err
+						}
+					}
+				}()
+			}
+			pw.Wait()
+			if delay > 0 {
+				clk.Add(delay)
+			}
+			wg.Wait()
+			close(got)
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for m := range got {
+				if seen[m.Content] {
+					t.Errorf("%s received twice", m.Content)
+				}
+				seen[m.Content] = true
+				if m.DequeueCount != 1 {
+					t.Errorf("%s: DequeueCount %d, want 1", m.Content, m.DequeueCount)
+				}
+				if want := start.Add(delay + time.Hour); !m.NextVisibleTime.Equal(want) {
+					t.Errorf("%s received at %v, want %v", m.Content, m.NextVisibleTime.Add(-time.Hour), start.Add(delay))
+				}
+			}
+			if len(seen) != waiters {
+				t.Errorf("%d distinct messages received, want %d", len(seen), waiters)
+			}
+			if n, _ := q.ApproximateCount(ctx); n != waiters {
+				t.Errorf("ApproximateCount = %d, want %d (all received, none deleted)", n, waiters)
+			}
+		})
+	}
+}
+
+// TestReceiveMockClockAdvancedConcurrently: Receive calls arm and re-arm
+// their timers on a mock clock while another goroutine advances it, as the
+// test of a consumer does, and while Puts of delayed messages keep waking
+// them. The mock clock must never hang (a timer fired twice by concurrent
+// callers of the mock once blocked on its full channel with the mock's lock
+// held), and every message must be received.
+func TestReceiveMockClockAdvancedConcurrently(t *testing.T) {
+	const receivers, puts = 16, 400
+	clk := clock.NewMock()
+	q := New(WithClock(clk))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var received atomic.Int64
+	var wg sync.WaitGroup
+	for range receivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				msgs, err := q.Receive(ctx, 1, time.Hour)
+				if err != nil {
+					return
+				}
+				received.Add(int64(len(msgs)))
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var driver sync.WaitGroup
+		driver.Add(1)
+		go func() { // the producer
+			defer driver.Done()
+			for i := range puts {
+				if _, err := q.Put(ctx, fmt.Sprint(i), &PutOptions{VisibilityTimeout: time.Duration(1+i%3) * time.Millisecond}); err != nil {
+					t.Error(err)
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+		for received.Load() < puts {
+			clk.Add(time.Millisecond)
+		}
+		driver.Wait()
+		cancel()
+		wg.Wait()
+	}()
+	select {
+	case <-finished:
+	case <-time.After(failsafe):
+		t.Fatalf("hung after %d of %d receives: the mock clock or a Receive is stuck", received.Load(), puts)
 	}
 }

@@ -259,11 +259,22 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		q.waiters++
 		q.mu.Unlock()
 
-		var timerC <-chan time.Time
+		var timerC <-chan struct{}
 		var timer *clock.Timer
 		if hasNext {
-			timer = q.clock.Timer(time.Duration(next - now))
-			timerC = timer.C
+			// A callback rather than a Timer's channel: a mock clock that
+			// another goroutine advances can fire one timer twice (Add and
+			// a concurrent Timer call both pick it), and the second send on
+			// a full Timer channel blocks with the mock's lock held, which
+			// hangs the clock. A callback that never blocks is immune.
+			fired := make(chan struct{}, 1)
+			timer = q.clock.AfterFunc(time.Duration(next-now), func() {
+				select {
+				case fired <- struct{}{}:
+				default:
+				}
+			})
+			timerC = fired
 			// A mock clock may have moved between reading now and arming
 			// the timer, which would then fire late by that much. Start
 			// over in that case; a real clock's drift here is nanoseconds.

@@ -1,0 +1,223 @@
+package azq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+)
+
+// A producer puts a message; a consumer gets it, which hides it for the
+// visibility timeout, processes it and deletes it with its pop receipt.
+func ExampleQueue() {
+	ctx := context.Background()
+	q := azq.New()
+
+	if _, err := q.Put(ctx, "hello", nil); err != nil {
+		log.Fatal(err)
+	}
+
+	msgs, err := q.Get(ctx, 32, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range msgs {
+		fmt.Printf("got %q, dequeue count %d\n", m.Content, m.DequeueCount)
+		if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	n, err := q.ApproximateCount(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("messages left:", n)
+	// Output:
+	// got "hello", dequeue count 1
+	// messages left: 0
+}
+
+// A long job renews its lease with Update before the visibility timeout
+// lapses, saving its progress in the message each time. When the worker
+// crashes, the message reappears once the last lease lapses, and the next
+// worker resumes from the saved progress instead of starting over.
+func ExampleQueue_Update() {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	q := azq.New(azq.WithClock(clk))
+	start := clk.Now()
+
+	if _, err := q.Put(ctx, "resize album 7; done 0 of 3", nil); err != nil {
+		log.Fatal(err)
+	}
+	msgs, err := q.Get(ctx, 1, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m := msgs[0]
+	receipt := m.PopReceipt
+	for step := 1; step <= 2; step++ {
+		clk.Add(20 * time.Second) // one step of work
+		progress := fmt.Sprintf("resize album 7; done %d of 3", step)
+		res, err := q.Update(ctx, m.ID, receipt, 30*time.Second, &progress)
+		if err != nil {
+			log.Fatal(err)
+		}
+		receipt = res.PopReceipt // the previous receipt is dead now
+		fmt.Printf("step %d saved; leased until +%v\n", step, res.NextVisibleTime.Sub(start))
+	}
+
+	others, err := q.Get(ctx, 1, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("visible to other workers while leased:", len(others))
+
+	// The worker crashes here. Once its lease lapses, another takes over.
+	clk.Add(30 * time.Second)
+	msgs, err = q.Get(ctx, 1, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("resumed %q, dequeue count %d\n", msgs[0].Content, msgs[0].DequeueCount)
+	// Output:
+	// step 1 saved; leased until +50s
+	// step 2 saved; leased until +1m10s
+	// visible to other workers while leased: 0
+	// resumed "resize album 7; done 2 of 3", dequeue count 2
+}
+
+// A test of a consumer that crashes: it gets a message and never deletes
+// it. The mock clock moves past the visibility timeout in no time, the
+// message reappears with DequeueCount 2, and the crashed consumer's receipt
+// no longer deletes it: Azure answers MessageNotFound, and so does azq.
+func ExampleQueue_mockClock() {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	q := azq.New(azq.WithClock(clk))
+
+	if _, err := q.Put(ctx, "charge order 42", nil); err != nil {
+		log.Fatal(err)
+	}
+	crashed, err := q.Get(ctx, 1, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... and the consumer crashes without deleting the message.
+
+	clk.Add(time.Minute - time.Nanosecond)
+	msgs, err := q.Get(ctx, 1, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("visible just before the timeout:", len(msgs))
+
+	clk.Add(time.Nanosecond)
+	msgs, err = q.Get(ctx, 1, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	again := msgs[0]
+	fmt.Printf("reappeared: %q, same ID %v, dequeue count %d\n",
+		again.Content, again.ID == crashed[0].ID, again.DequeueCount)
+
+	err = q.Delete(ctx, crashed[0].ID, crashed[0].PopReceipt)
+	var azErr *azq.Error
+	if errors.As(err, &azErr) {
+		fmt.Println("old receipt:", azErr.Code, azErr.StatusCode, errors.Is(err, azq.ErrMessageNotFound))
+	}
+
+	if err := q.Delete(ctx, again.ID, again.PopReceipt); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("deleted with the current receipt")
+	// Output:
+	// visible just before the timeout: 0
+	// reappeared: "charge order 42", same ID true, dequeue count 2
+	// old receipt: MessageNotFound 404 true
+	// deleted with the current receipt
+}
+
+// A Service holds named queues, as a storage account does.
+func ExampleService() {
+	ctx := context.Background()
+	s := azq.NewService()
+
+	for _, name := range []string{"orders", "invoices", "orders-poison"} {
+		if _, created, err := s.CreateQueue(ctx, name, nil); err != nil || !created {
+			log.Fatal(name, created, err)
+		}
+	}
+	_, created, err := s.CreateQueue(ctx, "orders", nil)
+	fmt.Println("orders again: created", created, "error", err)
+	_, _, err = s.CreateQueue(ctx, "orders", map[string]string{"owner": "billing"})
+	fmt.Println("orders with other metadata:", errors.Is(err, azq.ErrQueueAlreadyExists))
+	_, _, err = s.CreateQueue(ctx, "Orders_2", nil)
+	fmt.Println("Orders_2:", errors.Is(err, azq.ErrInvalidQueueName))
+
+	page, err := s.ListQueues(ctx, azq.ListQueuesOptions{Prefix: "orders"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, item := range page.Queues {
+		fmt.Println("listed:", item.Name)
+	}
+
+	if err := s.DeleteQueue(ctx, "orders-poison"); err != nil {
+		log.Fatal(err)
+	}
+	page, err = s.ListQueues(ctx, azq.ListQueuesOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, item := range page.Queues {
+		fmt.Println("after delete:", item.Name)
+	}
+	_, err = s.Queue("orders-poison")
+	fmt.Println("orders-poison:", errors.Is(err, azq.ErrQueueNotFound))
+	// Output:
+	// orders again: created false error <nil>
+	// orders with other metadata: true
+	// Orders_2: true
+	// listed: orders
+	// listed: orders-poison
+	// after delete: invoices
+	// after delete: orders
+	// orders-poison: true
+}
+
+// Receive waits for a message instead of polling. Here the message is put
+// with a ten-minute delay, and Receive returns when the mock clock reaches
+// that instant: exactly then, whether it was already waiting or not.
+func ExampleQueue_Receive() {
+	ctx := context.Background()
+	clk := clock.NewMock()
+	q := azq.New(azq.WithClock(clk))
+	start := clk.Now()
+
+	if _, err := q.Put(ctx, "send reminder", &azq.PutOptions{VisibilityTimeout: 10 * time.Minute}); err != nil {
+		log.Fatal(err)
+	}
+
+	received := make(chan azq.Message)
+	go func() {
+		msgs, err := q.Receive(ctx, 1, time.Minute)
+		if err != nil {
+			log.Fatal(err)
+		}
+		received <- msgs[0]
+	}()
+
+	clk.Add(10 * time.Minute)
+	m := <-received
+	// The message is hidden for the visibility timeout from the instant
+	// Receive took it.
+	fmt.Printf("received %q at +%v\n", m.Content, m.NextVisibleTime.Add(-time.Minute).Sub(start))
+	// Output:
+	// received "send reminder" at +10m0s
+}

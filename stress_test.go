@@ -195,19 +195,30 @@ func runStress(t *testing.T, q *Queue, cfg stressConfig) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c), 2))
+			// report fails the test with err, unless the test is over and
+			// err says so.
+			report := func(op string, err error) {
+				select {
+				case <-done:
+					if errors.Is(err, context.Canceled) {
+						return
+					}
+				default:
+				}
+				fail <- fmt.Errorf("%s: %w", op, err)
+			}
 			for {
 				msgs, err := q.Receive(ctx, 1+rng.IntN(32), cfg.visibility)
 				if err != nil {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					fail <- fmt.Errorf("Receive: %w", err)
+					report("Receive", err)
 					return
 				}
+				// Record the whole batch first: a consumer may stop half
+				// way through it.
 				for _, m := range msgs {
 					ledger.delivered(m)
+				}
+				for _, m := range msgs {
 					receipt := m.PopReceipt
 					switch r := rng.IntN(6); {
 					case r < 2:
@@ -218,7 +229,7 @@ func runStress(t *testing.T, q *Queue, cfg stressConfig) {
 							continue // the lease lapsed and someone else has it
 						}
 						if err != nil {
-							fail <- fmt.Errorf("Update: %w", err)
+							report("Update", err)
 							return
 						}
 						receipt = res.PopReceipt
@@ -228,7 +239,7 @@ func runStress(t *testing.T, q *Queue, cfg stressConfig) {
 						continue // the lease lapsed and someone else has it
 					}
 					if err != nil {
-						fail <- fmt.Errorf("Delete: %w", err)
+						report("Delete", err)
 						return
 					}
 					if ledger.deletedOne(m.Content) == total {
@@ -251,6 +262,10 @@ func runStress(t *testing.T, q *Queue, cfg stressConfig) {
 	closeDone.Do(func() { close(done) })
 	cancel()
 	wg.Wait()
+	close(fail)
+	for err := range fail {
+		t.Error(err)
+	}
 	if t.Failed() {
 		return
 	}

@@ -804,3 +804,28 @@ func TestRawServicePropertiesOrder(t *testing.T) {
 		t.Fatalf("get properties: %d %s", r.status, r.body)
 	}
 }
+
+// TestRawErrorTimeBeforeAccount: errors raised before the account is
+// known (unknown account, no account in the path) still take Date and
+// the message's Time from the server's clock.
+func TestRawErrorTimeBeforeAccount(t *testing.T) {
+	e := newRawEnv(t, server.Options{})
+	e.clk.Add(36 * time.Hour)
+	for _, tc := range []struct {
+		path, code string
+		status     int
+	}{
+		{"/nosuchaccount?comp=list", "AuthenticationFailed", 403},
+		{"/", "InvalidUri", 400},
+	} {
+		r := e.do(t, "GET", tc.path, "", nil, nil)
+		checkError(t, r, tc.status, tc.code)
+		d, err := time.Parse(time.RFC1123, r.header.Get("Date"))
+		if err != nil || !d.Equal(e.clk.Now()) {
+			t.Fatalf("%s: Date %q, clock %v", tc.path, r.header.Get("Date"), e.clk.Now())
+		}
+		if want := "\nTime:" + e.clk.Now().UTC().Format("2006-01-02T15:04:05.0000000Z") + "</Message>"; !strings.Contains(r.body, want) {
+			t.Fatalf("%s: message time, want %q: %s", tc.path, want, r.body)
+		}
+	}
+}

@@ -223,7 +223,9 @@ func (q *request) fail(err error) {
 	}
 	e := failure(err)
 	if q.now.IsZero() {
-		q.now = time.Now()
+		// No account yet (unknown account, malformed path): every
+		// account reads the server's clock, so take the time from it.
+		q.now = q.s.clock.Now()
 	}
 	q.errCode = string(e.Code)
 	h := q.w.Header()

@@ -44,6 +44,9 @@ type Server struct {
 	anon     bool
 	strict   bool
 	log      *slog.Logger
+	// clock is the clock every account shares; errors raised before the
+	// request's account is known take their time from it.
+	clock clock.Clock
 
 	dateCache atomic.Pointer[cachedDate]
 }
@@ -75,6 +78,7 @@ func New(opts Options) *Server {
 		anon:     opts.AllowAnonymous,
 		strict:   opts.StrictVersion,
 		log:      opts.Logger,
+		clock:    c,
 	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)

@@ -829,3 +829,65 @@ func TestRawErrorTimeBeforeAccount(t *testing.T) {
 		}
 	}
 }
+
+// TestRawHugeHeaders: over-long header values are refused with Azure's
+// Error XML and a 400, never a 5xx, and change nothing.
+func TestRawHugeHeaders(t *testing.T) {
+	e := newRawEnv(t, server.Options{})
+	if r := e.do(t, "PUT", acct+"/huge", "", nil, map[string]string{"x-ms-meta-owner": "me"}); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	longID := strings.Repeat("i", 2048)
+	longVersion := strings.Repeat("9", 64<<10)
+	longMeta := strings.Repeat("m", 64<<10)
+	put := func(hdr map[string]string) rawResp {
+		return e.do(t, "POST", acct+"/huge/messages", "", strings.NewReader(msgBody("x")), hdr)
+	}
+	tests := []struct {
+		name   string
+		r      func() rawResp
+		code   string
+		header string // HeaderName detail, if any
+		sent   string
+	}{
+		{"client request id 2 KiB", func() rawResp { return put(map[string]string{"x-ms-client-request-id": longID}) }, "InvalidHeaderValue", "x-ms-client-request-id", longID},
+		{"version 64 KiB", func() rawResp { return put(map[string]string{"x-ms-version": longVersion}) }, "InvalidHeaderValue", "x-ms-version", longVersion},
+		{"metadata 64 KiB on create", func() rawResp {
+			return e.do(t, "PUT", acct+"/huge2", "", nil, map[string]string{"x-ms-meta-big": longMeta})
+		}, "MetadataTooLarge", "", ""},
+		{"metadata 64 KiB on set", func() rawResp {
+			return e.do(t, "PUT", acct+"/huge?comp=metadata", "", nil, map[string]string{"x-ms-meta-big": longMeta})
+		}, "MetadataTooLarge", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r()
+			d := checkError(t, r, 400, tc.code)
+			if tc.header != "" && (d["HeaderName"] != tc.header || d["HeaderValue"] == "" || !strings.HasPrefix(tc.sent, d["HeaderValue"])) {
+				t.Fatalf("details %v", d)
+			}
+			if got := r.header.Get("x-ms-client-request-id"); len(got) > 1024 {
+				t.Fatalf("echoed a %d-byte client request id", len(got))
+			}
+			if len(r.body) > 4096 {
+				t.Fatalf("error body of %d bytes", len(r.body))
+			}
+			if n := e.count(t, "huge"); n != 0 {
+				t.Fatalf("rejected request changed the queue: %d messages", n)
+			}
+			md := e.do(t, "GET", acct+"/huge?comp=metadata", "", nil, nil)
+			if md.status != 200 || md.header.Get("x-ms-meta-owner") != "me" || md.header.Get("x-ms-meta-big") != "" {
+				t.Fatalf("metadata after rejected request: %d %v", md.status, md.header)
+			}
+			if _, err := e.srv.Service("devstoreaccount1").Queue("huge2"); err == nil {
+				t.Fatal("rejected create made the queue")
+			}
+		})
+	}
+	// 1 KiB is the documented limit: accepted and echoed.
+	id := strings.Repeat("k", 1024)
+	r := put(map[string]string{"x-ms-client-request-id": id})
+	if r.status != 201 || r.header.Get("x-ms-client-request-id") != id {
+		t.Fatalf("1 KiB client request id: %d %s", r.status, r.body)
+	}
+}

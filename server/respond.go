@@ -70,6 +70,23 @@ func (q *request) parseVersion() error {
 	return nil
 }
 
+// maxClientRequestID is the documented limit of x-ms-client-request-id:
+// 1 KiB.
+const maxClientRequestID = 1024
+
+// checkClientRequestID refuses an x-ms-client-request-id over the
+// documented 1 KiB limit with 400 InvalidHeaderValue, the service's code
+// for a header value it cannot accept; setCommonHeaders does not echo it.
+func (q *request) checkClientRequestID() error {
+	id := q.r.Header["X-Ms-Client-Request-Id"]
+	if len(id) == 0 || len(id[0]) <= maxClientRequestID {
+		return nil
+	}
+	return &azq.Error{Code: "InvalidHeaderValue", StatusCode: http.StatusBadRequest,
+		Message: msgInvalidHeaderValue,
+		Details: []azq.Detail{{Name: "HeaderName", Value: "x-ms-client-request-id"}, {Name: "HeaderValue", Value: truncate(id[0], 256)}}}
+}
+
 // sasVersion applies a SAS's signed version (sv) as the request's
 // version when no x-ms-version header names one: Azure handles such a
 // request with the version the token was signed for. A malformed sv is
@@ -168,7 +185,7 @@ func (q *request) setCommonHeaders() {
 	h["X-Ms-Version"] = vals[1:2:2]
 	h["Date"] = vals[2:3:3]
 	h["Server"] = serverHeader
-	if id := q.r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 {
+	if id := q.r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 && len(id[0]) <= maxClientRequestID {
 		vals[3] = id[0]
 		h["X-Ms-Client-Request-Id"] = vals[3:4:4]
 	}

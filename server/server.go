@@ -174,6 +174,10 @@ func (q *request) serve() {
 		return
 	}
 	q.now = q.acct.clock.Now()
+	if err := q.checkClientRequestID(); err != nil {
+		q.fail(err)
+		return
+	}
 	if err := q.parseVersion(); err != nil {
 		q.fail(err)
 		return

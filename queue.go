@@ -32,8 +32,11 @@ type Queue struct {
 	count    int    // stored, unexpired messages
 	seq      uint64 // last insertion sequence handed out
 	rng      *rand.ChaCha8
-	wake     chan struct{} // closed by Put/Update to wake Receive; nil if nobody waits
-	waiters  int
+	wake     chan struct{} // closed to wake Receive; nil if nobody waits
+	waiters  int           // Receive calls waiting on wake
+	timer    *clock.Timer  // wakes waiters at timerAt; nil if not armed
+	timerAt  int64
+	timerGen uint64 // tells the armed timer's firing from a replaced one's
 	closed   bool
 	metadata map[string]string
 	policies []AccessPolicy
@@ -165,7 +168,7 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	q.count++
 	m := n.message()
 	m.PopReceipt = newReceipt(slot, n.version, n.tag)
-	q.wakeWaiters()
+	q.visibleSoon(n.visible, now)
 	q.mu.Unlock()
 	return m, nil
 }
@@ -321,7 +324,6 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 		return UpdateResult{}, err
 	}
 	q.visRemove(n)
-	wasVisible := n.visible
 	n.visible = addNanos(now, visibility)
 	n.version++
 	q.visAdd(slot, n, false)
@@ -330,11 +332,9 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	}
 	n.tag = q.rng.Uint64()
 	res := UpdateResult{PopReceipt: newReceipt(slot, n.version, n.tag), NextVisibleTime: fromNanos(n.visible)}
-	// A waiting Receive sleeps until the earliest next-visible time it saw;
-	// if this message now becomes visible sooner, it must look again.
-	if visibility == 0 || n.visible < wasVisible {
-		q.wakeWaiters()
-	}
+	// Waiting Receive calls sleep until the earliest next-visible time; if
+	// this message now becomes visible sooner, they must look again then.
+	q.visibleSoon(n.visible, now)
 	q.compactLazy()
 	q.mu.Unlock()
 	return res, nil
@@ -379,6 +379,7 @@ func (q *Queue) Close() error {
 	if !q.closed {
 		q.closed = true
 		q.clearLocked()
+		q.stopWakeTimer()
 		q.wakeWaiters()
 	}
 	q.mu.Unlock()

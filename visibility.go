@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/tidwall/btree"
 )
 
@@ -228,10 +227,11 @@ func checkVisibility(v, min, max time.Duration) error {
 
 // Receive is Get that waits: it returns as soon as at least one message is
 // visible, taking up to n of them with the given visibility timeout, or
-// returns ctx.Err() when ctx ends. It does not poll: it sleeps on a timer of
-// the queue's clock armed for the earliest next-visible time, and Put and
-// Update wake it early. With a mock clock it returns at exactly the mock
-// instant at which a message becomes visible.
+// returns ctx.Err() when ctx ends. It does not poll: waiting calls sleep
+// until the queue's one timer, armed on the queue's clock for the earliest
+// next-visible time, fires, or until a Put or Update makes a message
+// visible. With a mock clock it returns at exactly the mock instant at
+// which a message becomes visible.
 func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([]Message, error) {
 	if err := q.checkGet(n, visibility); err != nil {
 		return nil, err
@@ -254,43 +254,16 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		// Nothing visible: wait for the earliest next-visible time or for a
 		// Put or Update, whichever comes first. Taking the wake channel
 		// under the lock means no Put after this point can go unnoticed.
-		_, next, _, hasNext := q.visFront()
 		wake := q.wakeChan()
+		if _, next, _, ok := q.visFront(); ok {
+			q.wakeAt(next)
+		}
 		q.waiters++
 		q.mu.Unlock()
 
-		var timerC <-chan struct{}
-		var timer *clock.Timer
-		if hasNext {
-			// A callback rather than a Timer's channel: a mock clock that
-			// another goroutine advances can fire one timer twice (Add and
-			// a concurrent Timer call both pick it), and the second send on
-			// a full Timer channel blocks with the mock's lock held, which
-			// hangs the clock. A callback that never blocks is immune.
-			fired := make(chan struct{}, 1)
-			timer = q.clock.AfterFunc(time.Duration(next-now), func() {
-				select {
-				case fired <- struct{}{}:
-				default:
-				}
-			})
-			timerC = fired
-			// A mock clock may have moved between reading now and arming
-			// the timer, which would then fire late by that much. Start
-			// over in that case; a real clock's drift here is nanoseconds.
-			if q.mock != nil && q.mock.Now().UnixNano() != now {
-				timer.Stop()
-				q.unwait()
-				continue
-			}
-		}
 		select {
 		case <-ctx.Done():
 		case <-wake:
-		case <-timerC:
-		}
-		if timer != nil {
-			timer.Stop()
 		}
 		q.unwait()
 	}
@@ -307,12 +280,81 @@ func (q *Queue) wakeChan() chan struct{} {
 }
 
 // wakeWaiters wakes every Receive waiting on the queue. q.mu must be held.
-// Every waiter re-checks the queue and re-arms its timer, so waking is
+// Every waiter re-checks the queue and re-arms the timer, so waking is
 // always safe; it happens when a message may have become visible sooner.
 func (q *Queue) wakeWaiters() {
 	if q.wake != nil {
 		close(q.wake)
 		q.wake = nil
+	}
+}
+
+// wakeAt makes sure that waiting Receive calls are woken by the time at
+// (Unix nanoseconds), when a message becomes visible. q.mu must be held.
+//
+// One timer serves the whole queue, however many calls wait: each of them
+// arming its own would fire a herd of timers for every message that becomes
+// visible, and a mock clock, which pauses after every timer it fires, would
+// crawl. A timer armed for a later time is moved earlier; one armed earlier
+// already serves, since the waiters it wakes look again and re-arm.
+func (q *Queue) wakeAt(at int64) {
+	if q.timer != nil && q.timerAt <= at {
+		return
+	}
+	q.stopWakeTimer()
+	for {
+		now := q.now()
+		if at <= now {
+			q.wakeWaiters()
+			return
+		}
+		q.timerGen++
+		gen := q.timerGen
+		// A callback rather than a Timer's channel: a mock clock that
+		// another goroutine advances can fire one timer twice, and the
+		// second send on a full Timer channel blocks with the mock's lock
+		// held, which hangs the clock. The generation makes a late or
+		// repeated firing of a replaced timer harmless.
+		t := q.clock.AfterFunc(time.Duration(at-now), func() {
+			q.mu.Lock()
+			if q.timerGen == gen {
+				q.timer = nil
+				q.wakeWaiters()
+			}
+			q.mu.Unlock()
+		})
+		// A mock clock may have moved between reading now and arming the
+		// timer, which would then fire late by that much: arm it again. A
+		// real clock's drift here is nanoseconds.
+		if q.mock != nil && q.mock.Now().UnixNano() != now {
+			t.Stop()
+			continue
+		}
+		q.timer, q.timerAt = t, at
+		return
+	}
+}
+
+// stopWakeTimer disarms the queue's timer, if armed. q.mu must be held.
+func (q *Queue) stopWakeTimer() {
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+		q.timerGen++
+	}
+}
+
+// visibleSoon wakes waiting Receive calls for a message that Put or Update
+// made visible at at (Unix nanoseconds), or arms the timer for it. q.mu
+// must be held.
+func (q *Queue) visibleSoon(at, now int64) {
+	switch {
+	case q.waiters == 0:
+		// Nobody waits; the next Receive arms the timer itself.
+	case at <= now:
+		q.wakeWaiters()
+	default:
+		q.wakeAt(at)
 	}
 }
 

@@ -85,6 +85,57 @@ func TestReceiveWokenByUpdateShorteningVisibility(t *testing.T) {
 	}
 }
 
+// TestReceiveWokenByEarlierPut: Receive calls sleeping until a message
+// visible in an hour must take a message put later with a shorter delay at
+// its own visible time, each waiter taking one message, while the rest keep
+// waiting. The queue's one timer must move earlier for the new message.
+func TestReceiveWokenByEarlierPut(t *testing.T) {
+	const waiters = 4
+	const lease = 2 * time.Hour // longer than the test: nothing comes back
+	clk := clock.NewMock()
+	q := New(WithClock(clk))
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	start := clk.Now()
+	if _, err := q.Put(ctx, "later", &PutOptions{VisibilityTimeout: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Message, waiters)
+	var wg sync.WaitGroup
+	for range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msgs, err := q.Receive(ctx, 1, lease)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got <- msgs[0]
+		}()
+	}
+	awaitWaiters(t, q, waiters)
+	for i := range waiters - 1 {
+		if _, err := q.Put(ctx, fmt.Sprint("sooner", i), &PutOptions{VisibilityTimeout: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitWaiters(t, q, waiters) // a delayed Put wakes nobody before its time
+	clk.Add(time.Second)
+	for range waiters - 1 {
+		m := <-got
+		if m.Content == "later" || !m.NextVisibleTime.Equal(start.Add(time.Second+lease)) {
+			t.Errorf("received %q at %v, want a sooner message at +1s", m.Content, m.NextVisibleTime.Add(-lease).Sub(start))
+		}
+	}
+	awaitWaiters(t, q, 1)
+	clk.Add(time.Hour - time.Second)
+	if m := <-got; m.Content != "later" || !m.NextVisibleTime.Equal(start.Add(time.Hour+lease)) {
+		t.Errorf("received %q at %v, want \"later\" at +1h", m.Content, m.NextVisibleTime.Add(-lease).Sub(start))
+	}
+	wg.Wait()
+}
+
 // stressLedger records, per message content, every delivery and deletion
 // the consumers of a stress test saw.
 type stressLedger struct {
@@ -92,6 +143,8 @@ type stressLedger struct {
 	dequeues  map[string][]int64 // DequeueCount of every delivery
 	deletions map[string]int
 	deleted   int
+
+	deliveries atomic.Int64 // len of all dequeues, readable without mu
 }
 
 func newStressLedger() *stressLedger {
@@ -102,6 +155,7 @@ func (l *stressLedger) delivered(m Message) {
 	l.mu.Lock()
 	l.dequeues[m.Content] = append(l.dequeues[m.Content], m.DequeueCount)
 	l.mu.Unlock()
+	l.deliveries.Add(1)
 }
 
 // deletedOne records a successful Delete and returns how many there were.
@@ -156,8 +210,9 @@ type stressConfig struct {
 // third of deliveries "crash" (no Delete, so the lease lapses and the
 // message reappears), some renew their lease with Update first, the rest
 // Delete. It returns when every message has been deleted once, and checks
-// that the queue is then empty.
-func runStress(t *testing.T, q *Queue, cfg stressConfig) {
+// that the queue is then empty. If drive is not nil, it runs in its own
+// goroutine until its stop channel closes, with the ledger to pace itself by.
+func runStress(t *testing.T, q *Queue, cfg stressConfig, drive func(stop <-chan struct{}, l *stressLedger)) {
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	total := cfg.producers * cfg.perProducer
@@ -171,6 +226,18 @@ func runStress(t *testing.T, q *Queue, cfg stressConfig) {
 	done := make(chan struct{})
 	var closeDone sync.Once
 	fail := make(chan error, cfg.producers+cfg.consumers)
+	if drive != nil {
+		stopDriver := make(chan struct{})
+		driverDone := make(chan struct{})
+		go func() {
+			defer close(driverDone)
+			drive(stopDriver, ledger)
+		}()
+		defer func() {
+			close(stopDriver)
+			<-driverDone
+		}()
+	}
 
 	var wg sync.WaitGroup
 	for p := range cfg.producers {
@@ -283,30 +350,41 @@ func runStress(t *testing.T, q *Queue, cfg stressConfig) {
 // messages reappear without the test waiting on real time. Every message
 // must be delivered at least once and deleted exactly once, and the queue
 // must end empty.
+//
+// The driver paces the mock clock by the consumers' progress, never by real
+// time: it advances whenever every consumer is parked in Receive (nothing is
+// visible, so only time can help), and otherwise once per stressStep
+// deliveries, so that leases also lapse while consumers are busy and Update
+// and Delete meet receipts that another consumer has made stale. A driver
+// that ran freely would, on a loaded machine, let every lease lapse before
+// its holder could delete, and the test would measure the machine's speed.
 func TestStress(t *testing.T) {
+	const consumers, stressStep = 16, 64
 	clk := clock.NewMock()
 	q := New(WithClock(clk))
-	stop := make(chan struct{})
-	driverDone := make(chan struct{})
-	go func() {
-		defer close(driverDone)
+	drive := func(stop <-chan struct{}, l *stressLedger) {
+		next := int64(stressStep)
 		for {
 			select {
 			case <-stop:
 				return
 			default:
+			}
+			q.mu.Lock()
+			parked := q.waiters == consumers
+			q.mu.Unlock()
+			if d := l.deliveries.Load(); parked || d >= next {
+				next = d + stressStep
 				clk.Add(200 * time.Millisecond)
+			} else {
+				runtime.Gosched()
 			}
 		}
-	}()
-	defer func() {
-		close(stop)
-		<-driverDone
-	}()
+	}
 	runStress(t, q, stressConfig{
-		producers: 8, perProducer: 1000, consumers: 16,
+		producers: 8, perProducer: 1000, consumers: consumers,
 		visibility: time.Second, maxDelay: 2 * time.Second,
-	})
+	}, drive)
 }
 
 // TestIntegrationStressRealClock is TestStress on the real clock, with
@@ -320,7 +398,7 @@ func TestIntegrationStressRealClock(t *testing.T) {
 	runStress(t, q, stressConfig{
 		producers: 4, perProducer: 250, consumers: 8,
 		visibility: time.Millisecond, maxDelay: 5 * time.Millisecond,
-	})
+	}, nil)
 }
 
 // TestStressReceiveWokenByPut parks many Receive calls on an empty queue,

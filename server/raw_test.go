@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/azqlib/azq/server"
 )
 
@@ -533,11 +535,15 @@ func TestRawCORS(t *testing.T) {
 
 	// Actual requests get CORS headers when a rule matches.
 	r = e.do(t, "GET", acct+"/corsq/messages?peekonly=true", "", nil, map[string]string{"Origin": "https://app.example"})
-	if r.status != 200 || r.header.Get("Access-Control-Allow-Origin") != "https://app.example" || r.header.Get("Access-Control-Expose-Headers") != "x-ms-request-id" {
+	if r.status != 200 || r.header.Get("Access-Control-Allow-Origin") != "https://app.example" || r.header.Get("Access-Control-Expose-Headers") != "x-ms-request-id" ||
+		r.header.Get("Vary") != "Origin" || r.header.Get("Access-Control-Allow-Credentials") != "true" {
 		t.Fatalf("actual request: %v", r.header)
 	}
+	// A rule allowing every origin answers "*", which does not depend on
+	// the origin: the CORS documentation sets Vary: Origin only when the
+	// origin matched a rule exactly, and so does Azurite.
 	r = e.do(t, "GET", acct+"/corsq/messages?peekonly=true", "", nil, map[string]string{"Origin": "https://x.example"})
-	if r.header.Get("Access-Control-Allow-Origin") != "*" {
+	if r.header.Get("Access-Control-Allow-Origin") != "*" || r.header.Get("Vary") != "" || r.header.Get("Access-Control-Allow-Credentials") != "" {
 		t.Fatalf("wildcard actual request: %v", r.header)
 	}
 	r = e.do(t, "DELETE", acct+"/corsq/messages", "", nil, map[string]string{"Origin": "https://app.example"})
@@ -675,12 +681,15 @@ func TestRawSharedKeyLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(method, path, rawQuery, body string, k []byte) *http.Response {
+	send := func(method, path, rawQuery, body string, k []byte, extra ...string) (*http.Response, string) {
 		req, _ := http.NewRequest(method, e.hs.URL+path+"?"+rawQuery, strings.NewReader(body))
 		req.Header.Set("x-ms-date", time.Now().UTC().Format(http.TimeFormat))
 		req.Header.Set("x-ms-version", "2018-03-28")
 		if body != "" {
 			req.Header.Set("Content-Type", "application/xml")
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			req.Header.Set(extra[i], extra[i+1])
 		}
 		var names []string
 		for h := range req.Header {
@@ -705,27 +714,81 @@ func TestRawSharedKeyLite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return resp
+		return resp, string(b)
 	}
+	// id and receipt carry the dequeued message from step to step.
+	var id, receipt string
+	acl := `<SignedIdentifiers><SignedIdentifier><Id>lite</Id><AccessPolicy><Expiry>2030-01-02T00:00:00Z</Expiry><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>`
+	props := `<StorageServiceProperties><Cors><CorsRule><AllowedOrigins>https://lite.example</AllowedOrigins><AllowedMethods>GET</AllowedMethods><AllowedHeaders></AllowedHeaders><ExposedHeaders></ExposedHeaders><MaxAgeInSeconds>5</MaxAgeInSeconds></CorsRule></Cors></StorageServiceProperties>`
 	for _, c := range []struct {
-		method, path, query, body string
-		want                      int
+		method, path string
+		query        func() string
+		body         string
+		extra        []string // more request headers, name then value
+		want         int
+		check        func(h http.Header, body string) bool
 	}{
-		{"PUT", acct + "/lite", "", "", 201},
-		{"PUT", acct + "/lite", "comp=metadata", "", 204},
-		{"POST", acct + "/lite/messages", "messagettl=60", msgBody("lite"), 201},
-		{"GET", acct + "/lite/messages", "peekonly=true", "", 200},
-		{"GET", acct, "comp=list", "", 200},
+		{"PUT", acct + "/lite", nil, "", nil, 201, nil},
+		{"PUT", acct + "/lite", func() string { return "comp=metadata" }, "", []string{"x-ms-meta-tier", "gold"}, 204, nil},
+		{"GET", acct + "/lite", func() string { return "comp=metadata" }, "", nil, 200, func(h http.Header, _ string) bool { return h.Get("x-ms-meta-tier") == "gold" }},
+		{"HEAD", acct + "/lite", func() string { return "comp=metadata" }, "", nil, 200, func(h http.Header, body string) bool {
+			return h.Get("x-ms-meta-tier") == "gold" && h.Get("x-ms-approximate-messages-count") == "0" && body == ""
+		}},
+		{"POST", acct + "/lite/messages", func() string { return "messagettl=60" }, msgBody("lite"), nil, 201, nil},
+		{"GET", acct + "/lite/messages", func() string { return "peekonly=true" }, "", nil, 200, func(_ http.Header, body string) bool {
+			return strings.Contains(body, "<MessageText>lite</MessageText>")
+		}},
+		{"GET", acct + "/lite/messages", func() string { return "visibilitytimeout=30" }, "", nil, 200, func(_ http.Header, body string) bool {
+			if m := idRe.FindStringSubmatch(body); m != nil {
+				id, receipt = m[1], receiptRe.FindStringSubmatch(body)[1]
+			}
+			return id != "" && strings.Contains(body, "<DequeueCount>1</DequeueCount>")
+		}},
+		{"PUT", acct + "/lite/messages/", func() string { return "popreceipt=" + urlEscape(receipt) + "&visibilitytimeout=0" }, msgBody("updated"), nil, 204, func(h http.Header, _ string) bool {
+			receipt = h.Get("x-ms-popreceipt")
+			return receipt != ""
+		}},
+		{"DELETE", acct + "/lite/messages/", func() string { return "popreceipt=" + urlEscape(receipt) }, "", nil, 204, nil},
+		{"POST", acct + "/lite/messages", nil, msgBody("to clear"), nil, 201, nil},
+		{"DELETE", acct + "/lite/messages", nil, "", nil, 204, func(http.Header, string) bool { return (&rawEnv{env: e}).count(t, "lite") == 0 }},
+		{"PUT", acct + "/lite", func() string { return "comp=acl" }, acl, nil, 204, nil},
+		{"GET", acct + "/lite", func() string { return "comp=acl" }, "", nil, 200, func(_ http.Header, body string) bool { return strings.Contains(body, "<Id>lite</Id>") }},
+		{"HEAD", acct + "/lite", func() string { return "comp=acl" }, "", nil, 200, nil},
+		{"GET", acct, func() string { return "comp=list" }, "", nil, 200, func(_ http.Header, body string) bool { return strings.Contains(body, "<Name>lite</Name>") }},
+		{"PUT", acct + "/", func() string { return "restype=service&comp=properties" }, props, nil, 202, nil},
+		{"GET", acct + "/", func() string { return "restype=service&comp=properties" }, "", nil, 200, func(_ http.Header, body string) bool {
+			return strings.Contains(body, "<AllowedOrigins>https://lite.example</AllowedOrigins>")
+		}},
+		// An actual request with a matching Origin gets the rule's headers.
+		{"GET", acct + "/lite/messages", func() string { return "peekonly=true" }, "", []string{"Origin", "https://lite.example"}, 200, func(h http.Header, _ string) bool {
+			return h.Get("Access-Control-Allow-Origin") == "https://lite.example"
+		}},
+		{"GET", acct + "-secondary/", func() string { return "restype=service&comp=stats" }, "", nil, 200, func(_ http.Header, body string) bool { return strings.Contains(body, "<Status>live</Status>") }},
+		{"DELETE", acct + "/lite", nil, "", nil, 204, nil},
 	} {
-		if r := send(c.method, c.path, c.query, c.body, key); r.StatusCode != c.want {
-			t.Fatalf("%s %s?%s: %d (%s)", c.method, c.path, c.query, r.StatusCode, r.Header.Get("x-ms-error-code"))
+		path, query := c.path, ""
+		if strings.HasSuffix(path, "/messages/") {
+			path += id
 		}
+		if c.query != nil {
+			query = c.query()
+		}
+		r, body := send(c.method, path, query, c.body, key, c.extra...)
+		if r.StatusCode != c.want {
+			t.Fatalf("%s %s?%s: %d (%s)", c.method, path, query, r.StatusCode, r.Header.Get("x-ms-error-code"))
+		}
+		if c.check != nil && !c.check(r.Header, body) {
+			t.Fatalf("%s %s?%s: unexpected response %v %s", c.method, path, query, r.Header, body)
+		}
+	}
+	if _, err := e.srv.Service("devstoreaccount1").Queue("lite"); err == nil {
+		t.Fatal("queue survived Delete Queue")
 	}
 	wrong := append([]byte(nil), key...)
 	wrong[0] ^= 1
-	if r := send("POST", acct+"/lite/messages", "", msgBody("x"), wrong); r.StatusCode != 403 || r.Header.Get("x-ms-error-code") != "AuthenticationFailed" {
+	if r, _ := send("POST", acct+"/lite/messages", "", msgBody("x"), wrong); r.StatusCode != 403 || r.Header.Get("x-ms-error-code") != "AuthenticationFailed" {
 		t.Fatalf("wrong key: %d %s", r.StatusCode, r.Header.Get("x-ms-error-code"))
 	}
 }
@@ -889,5 +952,86 @@ func TestRawHugeHeaders(t *testing.T) {
 	r := put(map[string]string{"x-ms-client-request-id": id})
 	if r.status != 201 || r.header.Get("x-ms-client-request-id") != id {
 		t.Fatalf("1 KiB client request id: %d %s", r.status, r.body)
+	}
+}
+
+// TestRawAuthenticationRequired: with authentication on (no
+// AllowAnonymous), what a request without usable credentials gets.
+func TestRawAuthenticationRequired(t *testing.T) {
+	base := newEnv(t, server.Options{})
+	e := &rawEnv{env: base, client: base.hs.Client()}
+	e.queue(t, "authon")
+	if _, err := e.svc.SetProperties(context.Background(), &azqueue.SetPropertiesOptions{CORS: []*azqueue.CORSRule{{
+		AllowedOrigins: to.Ptr("https://app.example"), AllowedMethods: to.Ptr("GET,POST"), AllowedHeaders: to.Ptr("x-ms-*"),
+		ExposedHeaders: to.Ptr(""), MaxAgeInSeconds: to.Ptr(int32(120)),
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		hdr         map[string]string
+		status      int
+		code        string
+		wwwAuth     bool
+		corsAllowed bool
+	}{
+		{"malformed shared key", "GET", acct + "/authon?comp=metadata", map[string]string{"Authorization": "SharedKey x"}, 400, "InvalidAuthenticationInfo", false, false},
+		{"unknown scheme", "GET", acct + "/authon/messages?peekonly=true", map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}, 400, "InvalidAuthenticationInfo", false, false},
+		{"no credentials", "POST", acct + "/authon/messages", nil, 401, "NoAuthenticationInformation", true, false},
+		{"no credentials, HEAD", "HEAD", acct + "/authon?comp=metadata", nil, 401, "NoAuthenticationInformation", true, false},
+		// Preflight is never authenticated: it succeeds or fails on the
+		// CORS rules alone.
+		{"preflight", "OPTIONS", acct + "/authon/messages", map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-ms-version"}, 200, "", false, true},
+		{"preflight with a bad credential", "OPTIONS", acct + "/authon/messages", map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "GET", "Authorization": "SharedKey x"}, 200, "", false, true},
+		{"preflight, no rule", "OPTIONS", acct + "/authon/messages", map[string]string{"Origin": "https://other.example", "Access-Control-Request-Method": "GET"}, 403, "CorsPreflightFailure", false, false},
+		{"preflight, method not allowed", "OPTIONS", acct + "/authon", map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": "DELETE"}, 403, "CorsPreflightFailure", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(t, tc.method, tc.path, "", nil, tc.hdr)
+			if tc.code != "" {
+				checkError(t, r, tc.status, tc.code)
+			} else if r.status != tc.status {
+				t.Fatalf("%d %v %s", r.status, r.header, r.body)
+			}
+			if got := r.header.Get("WWW-Authenticate"); (got != "") != tc.wwwAuth || (tc.wwwAuth && !strings.HasPrefix(got, "Bearer authorization_uri=https://login.microsoftonline.com/")) {
+				t.Fatalf("WWW-Authenticate %q", got)
+			}
+			if tc.corsAllowed && (r.header.Get("Access-Control-Allow-Origin") != "https://app.example" || r.header.Get("Access-Control-Max-Age") != "120") {
+				t.Fatalf("preflight headers %v", r.header)
+			}
+			if n := e.count(t, "authon"); n != 0 {
+				t.Fatalf("refused request changed the queue: %d", n)
+			}
+		})
+	}
+}
+
+// TestRawHeadACLAndStats: HEAD ?comp=acl answers like GET without a
+// body; the secondary serves stats to an anonymous reader when the
+// option allows.
+func TestRawHeadACLAndStats(t *testing.T) {
+	e := newRawEnv(t, server.Options{})
+	e.do(t, "PUT", acct+"/headacl", "", nil, nil)
+	policy := `<SignedIdentifiers><SignedIdentifier><Id>p1</Id><AccessPolicy><Expiry>2030-01-02T00:00:00Z</Expiry><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>`
+	if r := e.do(t, "PUT", acct+"/headacl?comp=acl", "", strings.NewReader(policy), nil); r.status != 204 {
+		t.Fatalf("set acl: %d %s", r.status, r.body)
+	}
+	get := e.do(t, "GET", acct+"/headacl?comp=acl", "", nil, nil)
+	head := e.do(t, "HEAD", acct+"/headacl?comp=acl", "", nil, nil)
+	if get.status != 200 || head.status != 200 || head.body != "" || head.header.Get("Content-Type") != "application/xml" ||
+		head.header.Get("Content-Length") != get.header.Get("Content-Length") || head.header.Get("x-ms-request-id") == "" {
+		t.Fatalf("HEAD acl: %d %v %q (GET %d %v)", head.status, head.header, head.body, get.status, get.header)
+	}
+	r := e.do(t, "HEAD", acct+"/nosuch?comp=acl", "", nil, nil)
+	checkError(t, r, 404, "QueueNotFound")
+	if r.body != "" {
+		t.Fatal("HEAD error with a body")
+	}
+	r = e.do(t, "GET", acct+"-secondary/?restype=service&comp=stats", "", nil, nil)
+	if r.status != 200 || !strings.Contains(r.body, "<Status>live</Status>") {
+		t.Fatalf("anonymous stats: %d %s", r.status, r.body)
 	}
 }

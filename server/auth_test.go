@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/sas"
 	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
 )
 
 // testNow is the service clock of every test: fixed, and deliberately far
@@ -982,4 +983,48 @@ func TestAnonymousAndPreflight(t *testing.T) {
 func devKey() []byte {
 	a := DevelopmentAccount()
 	return a.keyBytes()[0]
+}
+
+// TestHandlerSharedKeyHead: HEAD requests (which the SDK never sends)
+// signed with Shared Key, through the real handler.
+func TestHandlerSharedKeyHead(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(testNow)
+	s := New(Options{Clock: clk})
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	ctx := context.Background()
+	q, _, err := s.Service("devstoreaccount1").CreateQueue(ctx, "headq", map[string]string{"owner": "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(ctx, "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		target string
+		status int
+		code   string
+		check  func(http.Header) bool
+	}{
+		{"/devstoreaccount1/headq?comp=metadata", 200, "", func(h http.Header) bool {
+			return h.Get("x-ms-approximate-messages-count") == "1" && h.Get("x-ms-meta-owner") == "me"
+		}},
+		{"/devstoreaccount1/headq?comp=acl", 200, "", func(h http.Header) bool { return h.Get("Content-Type") == "application/xml" }},
+		{"/devstoreaccount1/nosuch?comp=metadata", 404, "QueueNotFound", nil},
+		{"/devstoreaccount1-secondary/headq?comp=metadata", 200, "", nil},
+	} {
+		req, _ := http.NewRequest("HEAD", hs.URL+c.target, nil)
+		req.Header.Set("x-ms-date", "Sat, 17 May 2031 11:00:00 GMT")
+		req.Header.Set("x-ms-version", "2018-03-28")
+		signSharedKey(req, "devstoreaccount1", developmentAccountKey, false)
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.status || resp.Header.Get("x-ms-error-code") != c.code || (c.check != nil && !c.check(resp.Header)) {
+			t.Fatalf("HEAD %s: %d %v", c.target, resp.StatusCode, resp.Header)
+		}
+	}
 }

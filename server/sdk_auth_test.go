@@ -593,3 +593,90 @@ func TestSDKCORSOnActualRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestSDKAnonymousOption: with AllowAnonymous, a client without
+// credentials can call every operation, except writes on the secondary.
+func TestSDKAnonymousOption(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, server.Options{AllowAnonymous: true})
+	anon, err := azqueue.NewServiceClientWithNoCredential(e.endpoint+"/", clientOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := anon.NewQueueClient("anonq")
+	exp := e.clk.Now().Add(time.Hour)
+	var id, receipt string
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"create", func() error { _, err := anon.CreateQueue(ctx, "anonq", nil); return err }},
+		{"set metadata", func() error {
+			_, err := q.SetMetadata(ctx, &azqueue.SetMetadataOptions{Metadata: map[string]*string{"k": to.Ptr("v")}})
+			return err
+		}},
+		{"get metadata", func() error {
+			p, err := q.GetProperties(ctx, nil)
+			if err == nil && *p.Metadata["K"] != "v" {
+				t.Fatalf("metadata %v", p.Metadata)
+			}
+			return err
+		}},
+		{"set ACL", func() error {
+			_, err := q.SetAccessPolicy(ctx, &azqueue.SetAccessPolicyOptions{QueueACL: []*azqueue.SignedIdentifier{
+				{ID: to.Ptr("p"), AccessPolicy: &azqueue.AccessPolicy{Expiry: &exp, Permission: to.Ptr("r")}}}})
+			return err
+		}},
+		{"get ACL", func() error {
+			p, err := q.GetAccessPolicy(ctx, nil)
+			if err == nil && len(p.SignedIdentifiers) != 1 {
+				t.Fatalf("acl %+v", p.SignedIdentifiers)
+			}
+			return err
+		}},
+		{"put", func() error { _, err := q.EnqueueMessage(ctx, "anon", nil); return err }},
+		{"peek", func() error { _, err := q.PeekMessages(ctx, nil); return err }},
+		{"get", func() error {
+			g, err := q.DequeueMessage(ctx, nil)
+			if err == nil {
+				id, receipt = *g.Messages[0].MessageID, *g.Messages[0].PopReceipt
+			}
+			return err
+		}},
+		{"update", func() error {
+			u, err := q.UpdateMessage(ctx, id, receipt, "anon 2", nil)
+			if err == nil {
+				receipt = *u.PopReceipt
+			}
+			return err
+		}},
+		{"delete message", func() error { _, err := q.DeleteMessage(ctx, id, receipt, nil); return err }},
+		{"clear", func() error { _, err := q.ClearMessages(ctx, nil); return err }},
+		{"list", func() error {
+			p, err := anon.NewListQueuesPager(nil).NextPage(ctx)
+			if err == nil && len(p.Queues) != 1 {
+				t.Fatalf("list %+v", p.Queues)
+			}
+			return err
+		}},
+		{"get service properties", func() error { _, err := anon.GetServiceProperties(ctx, nil); return err }},
+		{"set service properties", func() error { _, err := anon.SetProperties(ctx, nil); return err }},
+		{"stats on the secondary", func() error {
+			sec, err := azqueue.NewServiceClientWithNoCredential(e.hs.URL+"/devstoreaccount1-secondary/", clientOptions())
+			if err != nil {
+				return err
+			}
+			_, err = sec.GetStatistics(ctx, nil)
+			return err
+		}},
+		{"delete queue", func() error { _, err := anon.DeleteQueue(ctx, "anonq", nil); return err }},
+	}
+	for _, s := range steps {
+		if err := s.run(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+	if _, err := e.srv.Service("devstoreaccount1").Queue("anonq"); err == nil {
+		t.Fatal("queue left behind")
+	}
+}

@@ -454,6 +454,17 @@ func TestSDKSASOperationCycle(t *testing.T) {
 					}
 					return err
 				}},
+				{"service stats on the secondary (account SAS)", func() error {
+					sec, err := azqueue.NewServiceClientWithNoCredential(e.hs.URL+"/devstoreaccount1-secondary/?"+acctQuery, clientOptions())
+					if err != nil {
+						return err
+					}
+					st, err := sec.GetStatistics(ctx, nil)
+					if err == nil && *st.GeoReplication.Status != "live" {
+						t.Fatalf("stats %+v", st.GeoReplication)
+					}
+					return err
+				}},
 				{"delete queue (account SAS)", func() error { _, err := admin.DeleteQueue(ctx, "cycle", nil); return err }},
 			}
 			for _, s := range steps {

@@ -207,26 +207,40 @@ func BenchmarkCycleParallel(b *testing.B) {
 }
 
 // BenchmarkMemory reports the heap bytes each queued message costs, with a
-// 16-byte payload and 1e6 messages, in the bytes/msg metric.
+// 16-byte payload and 1e6 messages, in the bytes/msg metric: messages
+// visible at once, delayed by a fixed hour (scheduled work), and delayed
+// by random times up to a week (the index's worst case).
 func BenchmarkMemory(b *testing.B) {
 	const n = 1e6
 	ctx := context.Background()
-	for i := 0; i < b.N; i++ {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		q := New()
-		for j := 0; j < n; j++ {
-			// A fresh string per message, as a real producer's would be.
-			content := string(append([]byte(nil), payload16...))
-			if _, err := q.Put(ctx, content, &PutOptions{VisibilityTimeout: time.Hour}); err != nil {
-				b.Fatal(err)
+	for _, bc := range []struct {
+		name  string
+		delay func(r *rand.Rand) time.Duration
+	}{
+		{"visible", func(*rand.Rand) time.Duration { return 0 }},
+		{"delay=1h", func(*rand.Rand) time.Duration { return time.Hour }},
+		{"delay=random", func(r *rand.Rand) time.Duration { return time.Duration(r.Int64N(int64(7 * 24 * time.Hour))) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := 0; i < b.N; i++ {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				q := New()
+				for j := 0; j < n; j++ {
+					// A fresh string per message, as a real producer's would be.
+					content := string(append([]byte(nil), payload16...))
+					if _, err := q.Put(ctx, content, &PutOptions{VisibilityTimeout: bc.delay(r)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/msg")
+				runtime.KeepAlive(q)
 			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/msg")
-		runtime.KeepAlive(q)
+		})
 	}
 }
 

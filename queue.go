@@ -164,7 +164,7 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	}
 	n.seq = q.seq
 	n.tag = q.rng.Uint64()
-	q.visAdd(slot, n, o.VisibilityTimeout == 0)
+	q.visAdd(slot, n, true)
 	q.count++
 	m := n.message()
 	m.PopReceipt = newReceipt(slot, n.version, n.tag)
@@ -212,14 +212,14 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
 	var msgs []Message
 	hidden := addNanos(now, visibility)
 	for len(msgs) < n {
-		slot, at, inRing, ok := q.visFront()
+		slot, at, src, ok := q.visFront()
 		if !ok || at > now {
 			break
 		}
 		if msgs == nil {
 			msgs = make([]Message, 0, min(n, q.count))
 		}
-		q.visPopFront(inRing)
+		q.visPopFront(src)
 		nd := q.store.at(slot)
 		nd.visible = hidden
 		nd.dequeues++

@@ -909,8 +909,8 @@ func TestRingCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if q.vis.n > 3000 {
-		t.Fatalf("ring holds %d entries for 1 live message", q.vis.n)
+	if n := q.vis.entries(); n > 3000 {
+		t.Fatalf("rings hold %d entries for 1 live message", n)
 	}
 	if p, _ := q.Peek(ctx, 32); len(p) != 1 || p[0].Content != "head" {
 		t.Fatalf("Peek = %+v", p)
@@ -944,17 +944,28 @@ func checkIndexes(q *Queue) error {
 	defer q.mu.Unlock()
 	where := map[uint64]int{}
 	v := &q.vis
-	dead := 0
-	for i := 0; i < v.n; i++ {
-		e := v.ring[(v.head+i)&(len(v.ring)-1)]
-		if q.ringLive(e) {
+	for ri := range v.rings {
+		r := &v.rings[ri]
+		dead := 0
+		for i := 0; i < r.n; i++ {
+			e := r.at(i)
+			if !q.ringLive(e) {
+				dead++
+				continue
+			}
 			where[e.seq]++
-		} else {
-			dead++
+			if n := q.store.at(e.slot); ringOf(n) != ri {
+				return fmt.Errorf("message %d is in ring %d, belongs in ring %d", n.seq, ri, ringOf(n))
+			}
+			if i > 0 {
+				if p := r.at(i - 1); q.ringLive(p) && !q.store.at(p.slot).before(visItem{at: q.store.at(e.slot).visible, seq: e.seq}) {
+					return fmt.Errorf("ring %d out of order at entry %d", ri, i)
+				}
+			}
 		}
-	}
-	if dead != v.dead {
-		return fmt.Errorf("ring: %d dead entries, counter says %d", dead, v.dead)
+		if dead != r.dead {
+			return fmt.Errorf("ring %d: %d dead entries, counter says %d", ri, dead, r.dead)
+		}
 	}
 	var err error
 	v.tree.Scan(func(it visItem) bool {
@@ -1035,7 +1046,7 @@ func TestCompactionKeepsCountsExact(t *testing.T) {
 			t.Fatalf("round %d after expiry: %v", round, err)
 		}
 	}
-	if q.vis.n > 4*q.count+2048 || len(q.expiry.items) > 4*q.count+2048 {
-		t.Fatalf("indexes hold %d ring and %d expiry entries for %d messages", q.vis.n, len(q.expiry.items), q.count)
+	if q.vis.entries() > 4*q.count+2048 || len(q.expiry.items) > 4*q.count+2048 {
+		t.Fatalf("indexes hold %d ring and %d expiry entries for %d messages", q.vis.entries(), len(q.expiry.items), q.count)
 	}
 }

@@ -151,7 +151,7 @@ func (q *Queue) forgetExpiry(n *node) {
 	}
 }
 
-// compactLazy compacts the expiry heap and the visibility ring once their
+// compactLazy compacts the expiry heap and the visibility rings once their
 // dead entries outnumber the live ones, which bounds each to about twice
 // its live size at an amortized O(1) cost per removal. It runs at the end
 // of an operation that removed something, when every dead entry is dead.
@@ -159,8 +159,10 @@ func (q *Queue) compactLazy() {
 	if h := &q.expiry; h.stale > 1024 && h.stale > len(h.items)/2 {
 		h.compact(q.expiryLive)
 	}
-	if v := &q.vis; v.dead > 1024 && v.dead > v.n/2 {
-		q.compactRing()
+	for i := range q.vis.rings {
+		if r := &q.vis.rings[i]; r.dead > 1024 && r.dead > r.n/2 {
+			q.compactRing(r)
+		}
 	}
 }
 

@@ -13,20 +13,30 @@ import (
 const DefaultVisibilityTimeout = 30 * time.Second
 
 // The visibility index orders messages by next-visible time, then by
-// insertion, so Get takes from its front. It has two parts:
+// insertion, so Get takes from its front. It has three parts:
 //
 //   - a FIFO ring of messages put visible at once, the common case: Put
-//     appends and Get pops in O(1). Its entries are in index order because
-//     each is appended with a time no earlier than the one before (if a mock
-//     clock is set back, Put uses the tree instead).
-//   - a btree of all other messages (delayed by Put, hidden by Get, or
-//     moved by Update), ordered by (next-visible time, insertion).
+//     appends and Get pops in O(1).
+//   - a second FIFO ring of messages put with a delay whose next-visible
+//     time is no earlier than that of the last one appended: scheduled work
+//     with a fixed delay, the next most common case, costs O(1) and 16 bytes
+//     of index instead of a btree item in a node that sequential inserts
+//     leave half full.
+//   - a btree of all other messages (delayed out of order by Put, hidden by
+//     Get, or moved by Update), ordered by (next-visible time, insertion).
 //
-// A message leaves the ring only from its front. When one is deleted,
-// updated or expires while in the ring, its entry stays behind, dead, and
+// Each ring's entries are in index order, because each is appended with a
+// time no earlier than the one before (a Put that would break that, say
+// after a mock clock was set back, uses the tree instead); the front of
+// the index is the least of the three fronts.
+//
+// A message leaves a ring only from its front. When one is deleted,
+// updated or expires while in a ring, its entry stays behind, dead, and
 // is dropped when it reaches the front (or when dead entries outnumber live
 // ones, by compaction). An entry is alive while its slot holds the same
 // message (seq) with receipt version 0: any Get or Update bumps the version.
+// Which ring a version-0 message sits in follows from its times: visible
+// at insertion means the first.
 
 // visItem is a btree entry.
 type visItem struct {
@@ -42,24 +52,41 @@ func visLess(a, b visItem) bool {
 	return a.seq < b.seq
 }
 
+// before reports whether the message n orders before the btree item t.
+func (n *node) before(t visItem) bool {
+	return n.visible < t.at || (n.visible == t.at && n.seq < t.seq)
+}
+
 // visSentinel stays in the btree for good, after every real entry (no
 // message is ever visible at math.MaxInt64), so the tree never empties and
 // never frees and reallocates its root on the hot path.
 var visSentinel = visItem{at: math.MaxInt64, seq: math.MaxUint64}
 
-// ringEntry is an entry of the ring.
+// ringEntry is an entry of a ring.
 type ringEntry struct {
 	seq  uint64
 	slot uint32
 }
 
+// ring is a FIFO of ring entries in index order.
+type ring struct {
+	entries []ringEntry // circular; len is a power of two (or zero)
+	head    int         // index of the front entry
+	n       int         // entries in the ring, alive or dead
+	dead    int         // entries known to be dead
+	tail    int64       // next-visible time of the last entry appended
+}
+
+// The sources of the visibility index, as visFront reports them.
+const (
+	ringNow   = 0 // the ring of messages put visible at once
+	ringLater = 1 // the ring of messages put with a delay
+	inTree    = 2
+)
+
 type visIndex struct {
-	tree     *btree.BTreeG[visItem]
-	ring     []ringEntry // circular; len is a power of two (or zero)
-	head     int         // index of the front entry
-	n        int         // entries in the ring, alive or dead
-	dead     int         // entries known to be dead
-	ringTail int64       // next-visible time of the last entry appended
+	tree  *btree.BTreeG[visItem]
+	rings [2]ring // ringNow and ringLater
 }
 
 func newVisIndex() visIndex {
@@ -74,29 +101,56 @@ func (v *visIndex) reset() {
 	*v = visIndex{tree: v.tree}
 }
 
-// visAdd indexes the message n in slot at n.visible. immediate says Put
-// made it visible at once, which lets it use the ring.
-func (q *Queue) visAdd(slot uint32, n *node, immediate bool) {
-	v := &q.vis
-	if immediate && n.visible >= v.ringTail {
-		if v.n == len(v.ring) {
-			v.growRing()
-		}
-		v.ring[(v.head+v.n)&(len(v.ring)-1)] = ringEntry{seq: n.seq, slot: slot}
-		v.n++
-		v.ringTail = n.visible
-		return
+// entries returns the number of ring entries, alive or dead.
+func (v *visIndex) entries() int { return v.rings[ringNow].n + v.rings[ringLater].n }
+
+// ringOf returns the ring that holds n if n, never dequeued or updated, is
+// in a ring at all.
+func ringOf(n *node) int {
+	if n.visible == n.inserted {
+		return ringNow
 	}
-	v.tree.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+	return ringLater
 }
 
-func (v *visIndex) growRing() {
-	size := max(64, 2*len(v.ring))
-	r := make([]ringEntry, size)
-	for i := 0; i < v.n; i++ {
-		r[i] = v.ring[(v.head+i)&(len(v.ring)-1)]
+// visAdd indexes the message n in slot at n.visible. fromPut says Put has
+// just stored n, which lets it use a ring.
+func (q *Queue) visAdd(slot uint32, n *node, fromPut bool) {
+	if fromPut {
+		if r := &q.vis.rings[ringOf(n)]; n.visible >= r.tail {
+			r.push(ringEntry{seq: n.seq, slot: slot}, n.visible)
+			return
+		}
 	}
-	v.ring, v.head = r, 0
+	q.vis.tree.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+}
+
+func (r *ring) push(e ringEntry, at int64) {
+	if r.n == len(r.entries) {
+		r.grow()
+	}
+	r.entries[(r.head+r.n)&(len(r.entries)-1)] = e
+	r.n++
+	r.tail = at
+}
+
+func (r *ring) grow() {
+	size := max(64, 2*len(r.entries))
+	e := make([]ringEntry, size)
+	for i := 0; i < r.n; i++ {
+		e[i] = r.at(i)
+	}
+	r.entries, r.head = e, 0
+}
+
+// at returns the i-th entry from the front.
+func (r *ring) at(i int) ringEntry {
+	return r.entries[(r.head+i)&(len(r.entries)-1)]
+}
+
+func (r *ring) pop() {
+	r.head = (r.head + 1) & (len(r.entries) - 1)
+	r.n--
 }
 
 // visRemove takes n out of the index before n's slot is freed or n's
@@ -106,68 +160,70 @@ func (q *Queue) visRemove(n *node) {
 	if _, ok := v.tree.Delete(visItem{at: n.visible, seq: n.seq}); ok || n.version != 0 {
 		return
 	}
-	// Not in the tree, so in the ring: its entry dies with this change.
+	// Not in the tree, so in a ring: its entry dies with this change.
 	// Compaction waits for compactLazy, after the change is made, so that
 	// it does not keep the dying entry while counting it as dead.
-	v.dead++
+	v.rings[ringOf(n)].dead++
 }
 
-// ringLive reports whether e still names a message that sits in the ring.
+// ringLive reports whether e still names a message that sits in a ring.
 func (q *Queue) ringLive(e ringEntry) bool {
 	n := q.store.at(e.slot)
 	return n.seq == e.seq && n.version == 0
 }
 
-// compactRing drops dead entries in place, keeping the order.
-func (q *Queue) compactRing() {
-	v := &q.vis
-	mask := len(v.ring) - 1
+// compactRing drops the dead entries of r in place, keeping the order.
+func (q *Queue) compactRing(r *ring) {
 	kept := 0
-	for i := 0; i < v.n; i++ {
-		e := v.ring[(v.head+i)&mask]
-		if q.ringLive(e) {
-			v.ring[(v.head+kept)&mask] = e
+	for i := 0; i < r.n; i++ {
+		if e := r.at(i); q.ringLive(e) {
+			r.entries[(r.head+kept)&(len(r.entries)-1)] = e
 			kept++
 		}
 	}
-	v.n, v.dead = kept, 0
+	r.n, r.dead = kept, 0
+}
+
+// ringFront drops the dead entries at the front of r and returns the node
+// of the live front entry, or nil if r holds none.
+func (q *Queue) ringFront(r *ring) (ringEntry, *node) {
+	for r.n > 0 {
+		e := r.at(0)
+		if q.ringLive(e) {
+			return e, q.store.at(e.slot)
+		}
+		r.pop()
+		r.dead--
+	}
+	return ringEntry{}, nil
 }
 
 // visFront returns the first message in index order, visible or not: its
-// slot and next-visible time, and whether it is in the ring. ok is false
-// when the queue is empty.
-func (q *Queue) visFront() (slot uint32, at int64, inRing, ok bool) {
-	v := &q.vis
-	for v.n > 0 && !q.ringLive(v.ring[v.head]) {
-		v.popRing()
-		v.dead--
-	}
-	t, _ := v.tree.Min() // never empty: the sentinel is there
-	if v.n > 0 {
-		e := v.ring[v.head]
-		rn := q.store.at(e.slot)
-		if rn.visible < t.at || (rn.visible == t.at && rn.seq < t.seq) {
-			return e.slot, rn.visible, true, true
+// slot and next-visible time, and which source holds it. ok is false when
+// the queue is empty.
+func (q *Queue) visFront() (slot uint32, at int64, src int, ok bool) {
+	t, _ := q.vis.tree.Min() // never empty: the sentinel is there
+	slot, at, src = t.slot, t.at, inTree
+	front := t
+	for i := range q.vis.rings {
+		if e, n := q.ringFront(&q.vis.rings[i]); n != nil && n.before(front) {
+			slot, at, src = e.slot, n.visible, i
+			front = visItem{at: n.visible, seq: n.seq}
 		}
 	}
-	if t == visSentinel {
-		return 0, 0, false, false
+	if src == inTree && t == visSentinel {
+		return 0, 0, 0, false
 	}
-	return t.slot, t.at, false, true
+	return slot, at, src, true
 }
 
-// visPopFront removes the entry visFront returned.
-func (q *Queue) visPopFront(inRing bool) {
-	if inRing {
-		q.vis.popRing()
+// visPopFront removes the entry visFront returned from src.
+func (q *Queue) visPopFront(src int) {
+	if src == inTree {
+		q.vis.tree.PopMin()
 		return
 	}
-	q.vis.tree.PopMin()
-}
-
-func (v *visIndex) popRing() {
-	v.head = (v.head + 1) & (len(v.ring) - 1)
-	v.n--
+	q.vis.rings[src].pop()
 }
 
 // visScan calls f for messages in index order while their next-visible time
@@ -175,45 +231,38 @@ func (v *visIndex) popRing() {
 // ring entries, so Peek can use it.
 func (q *Queue) visScan(now int64, f func(slot uint32) bool) {
 	v := &q.vis
-	mask := len(v.ring) - 1
-	i := 0
-	nextRing := func() (ringEntry, *node, bool) {
-		for ; i < v.n; i++ {
-			e := v.ring[(v.head+i)&mask]
-			if q.ringLive(e) {
-				return e, q.store.at(e.slot), true
+	var pos [2]int // next entry of each ring
+	// ringNext returns the node of ring i's next live entry, or nil.
+	ringNext := func(i int) *node {
+		r := &v.rings[i]
+		for ; pos[i] < r.n; pos[i]++ {
+			if e := r.at(pos[i]); q.ringLive(e) {
+				return q.store.at(e.slot)
 			}
 		}
-		return ringEntry{}, nil, false
+		return nil
 	}
-	more := true
-	v.tree.Scan(func(t visItem) bool {
-		for {
-			e, rn, ok := nextRing()
-			if !ok || rn.visible > t.at || (rn.visible == t.at && rn.seq > t.seq) {
-				break
+	it := v.tree.Iter()
+	defer it.Release()
+	it.First() // the sentinel is always there
+	for {
+		t := it.Item()
+		slot, at, src := t.slot, t.at, inTree
+		front := t
+		for i := range v.rings {
+			if n := ringNext(i); n != nil && n.before(front) {
+				slot, at, src = v.rings[i].at(pos[i]).slot, n.visible, i
+				front = visItem{at: n.visible, seq: n.seq}
 			}
-			if rn.visible > now || !f(e.slot) {
-				more = false
-				return false
-			}
-			i++
 		}
-		if t.at > now { // includes the sentinel
-			return false
-		}
-		if !f(t.slot) {
-			more = false
-			return false
-		}
-		return true
-	})
-	for more {
-		e, rn, ok := nextRing()
-		if !ok || rn.visible > now || !f(e.slot) {
+		if at > now || !f(slot) { // at > now includes the sentinel
 			return
 		}
-		i++
+		if src == inTree {
+			it.Next()
+		} else {
+			pos[src]++
+		}
 	}
 }
 

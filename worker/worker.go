@@ -38,8 +38,9 @@ type Worker struct {
 	leases leases
 	wg     sync.WaitGroup // delivery goroutines and armed renewal timers
 
-	mu     sync.Mutex
-	active map[*Delivery]struct{} // deliveries whose handler runs
+	mu       sync.Mutex
+	active   map[*Delivery]struct{} // deliveries whose handler runs
+	stopping bool                   // shutdown has taken stock of active; start no handler
 
 	poisonMu sync.Mutex
 	poisonQ  Queue
@@ -216,6 +217,14 @@ func (w *Worker) process(d *Delivery) {
 	w.armLocked(d, w.cfg.LeaseDuration/2)
 	d.mu.Unlock()
 	w.mu.Lock()
+	if w.stopping {
+		// Shutdown has already cancelled what was running: a handler
+		// started now would escape the deadline. Give the message back
+		// instead, as for those it cancelled.
+		w.mu.Unlock()
+		w.abandon(d)
+		return
+	}
 	w.active[d] = struct{}{}
 	w.mu.Unlock()
 
@@ -399,6 +408,10 @@ func (w *Worker) shutdown() {
 		t.Stop()
 	}
 	w.mu.Lock()
+	// From here on process starts no handler: a delivery still queued for
+	// a handler goroutine, or picked up but not yet active, is released
+	// there rather than run past the deadline.
+	w.stopping = true
 	left := make([]*Delivery, 0, len(w.active))
 	for d := range w.active {
 		left = append(left, d)
@@ -410,8 +423,9 @@ func (w *Worker) shutdown() {
 	w.wg.Wait()
 }
 
-// abandon stops a running delivery at shutdown: it cancels the handler and
-// releases the message. The handler's later result is ignored.
+// abandon stops a delivery at shutdown, running or about to start: it
+// cancels the handler's context and releases the message. The handler's
+// later result, if it runs, is ignored.
 func (w *Worker) abandon(d *Delivery) {
 	d.mu.Lock()
 	if d.done {

@@ -570,3 +570,82 @@ func TestRunReturnsInvalidFetch(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 }
+
+// A delivery fetched before Run's context ended but not yet started when
+// the shutdown deadline passes (here: queued for a handler goroutine that is
+// still reporting its previous message) is released without running its
+// handler. Were it started, nothing would cancel it and Run would wait for
+// it with no deadline.
+func TestDeliveryStartingAfterShutdownDeadlineIsReleased(t *testing.T) {
+	e := newEnv(t)
+	const grace = 5 * time.Second
+	a := e.put("a")
+	e.put("c")
+	finishA := make(chan struct{})
+	lateStart := make(chan struct{}, 1)
+	testOver := make(chan struct{})
+	t.Cleanup(func() { close(testOver) })
+	started := make(chan string, 2)
+	// The goroutine that handled "a" stays in its outcome report until the
+	// test lets it go: the slot is free, but the goroutine is not.
+	report := make(chan struct{})
+	onEvent := func(ev Event) {
+		e.rec.on(ev)
+		if ev.Kind == EventSucceeded && ev.MessageID == a.ID {
+			<-report
+		}
+	}
+	w := New(e.q, func(ctx context.Context, d *Delivery) error {
+		switch d.Message.Content {
+		case "a":
+			started <- "a"
+			<-finishA
+			return nil
+		case "c":
+			started <- "c"
+			<-ctx.Done()
+			return ctx.Err()
+		default:
+			lateStart <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-testOver:
+			}
+			return nil
+		}
+	}, Options{BatchSize: 1, Concurrency: 2, NewBatchThreshold: 1, ShutdownTimeout: grace, OnEvent: onEvent})
+	r := start(w)
+	<-started
+	<-started
+	close(finishA)
+	e.rec.waitEvents(t, EventSucceeded, 1)
+	e.put("b")
+	e.rec.waitEvents(t, EventFetched, 3) // "b" waits for a handler goroutine
+	r.cancel()
+	if ev := e.rec.waitEvents(t, EventStopping, 1)[0]; ev.N != 2 {
+		t.Fatalf("stopping with %d in flight, want 2", ev.N)
+	}
+	e.mock.Add(grace)
+	// "c" released: the deadline passed and the running handlers were
+	// taken stock of. Only now may "b" reach a goroutine.
+	e.rec.waitEvents(t, EventReleased, 1)
+	close(report)
+	guard, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only
+	defer cancel()
+	select {
+	case <-lateStart:
+		t.Fatal("a handler started after the shutdown deadline; Run waits for it without a deadline")
+	case err := <-r.errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-guard.Done():
+		t.Fatal("Run did not return")
+	}
+	if n := visible(t, e.q); n != 2 {
+		t.Fatalf("%d messages visible after shutdown, want 2 (b and c released)", n)
+	}
+	if s := w.Stats(); s.Released != 2 || s.Succeeded != 1 || s.InFlight != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}

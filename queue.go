@@ -20,6 +20,7 @@ import (
 // lease lapsed comes back after newer ones that were visible earlier.
 type Queue struct {
 	name   string
+	svc    *Service // the Service that created it; nil for New
 	clock  clock.Clock
 	mock   *clock.Mock // clock, if it is a mock; see Receive
 	real   bool        // clock is the default real clock; see wallNow
@@ -72,6 +73,10 @@ func newQueue(name string, cfg config, metadata map[string]string) *Queue {
 
 // Name returns the queue's name; a queue made by New has none.
 func (q *Queue) Name() string { return q.name }
+
+// Service returns the Service that created the queue, or nil for a queue
+// made by New. A queue deleted from its Service still reports it.
+func (q *Queue) Service() *Service { return q.svc }
 
 // Limits returns the limits the queue enforces.
 func (q *Queue) Limits() Limits { return q.limits }

@@ -67,6 +67,7 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 		return q, false, nil
 	}
 	q = newQueue(name, s.cfg, cloneMetadata(metadata))
+	q.svc = s
 	s.queues.Set(name, q)
 	return q, true, nil
 }

@@ -7,8 +7,7 @@
 //
 //	w := worker.New(q, func(ctx context.Context, d *worker.Delivery) error {
 //		return process(ctx, d.Message.Content)
-//	}, worker.Options{BatchSize: 16, Concurrency: 24, MaxDequeueCount: 5,
-//		Poison: worker.ServicePoison(svc)})
+//	}, worker.Options{BatchSize: 16, Concurrency: 24, MaxDequeueCount: 5})
 //	err := w.Run(ctx)
 //
 // # Source queue
@@ -43,9 +42,13 @@
 // poison queue and deleted. A message that arrives with a DequeueCount above
 // MaxDequeueCount (its last attempt crashed) goes to the poison queue
 // without running the handler. The poison queue is opened through
-// Options.Poison (ServicePoison creates it in an *azq.Service on first use)
-// under the name PoisonQueueName gives; by default the poison message is a
-// JSON PoisonRecord holding the body and why it was set aside.
+// Options.Poison under the name PoisonQueueName gives ("<queue>-poison").
+// For a queue made by an *azq.Service, as q above, Poison defaults to
+// ServicePoison of that Service, which creates the poison queue there on
+// first use; a queue made by azq.New or a remote source has no poison queue
+// unless Poison is set, and a message out of attempts is then left
+// invisible until its lease lapses. By default the poison message is a JSON
+// PoisonRecord holding the body and why it was set aside.
 //
 // # Concurrency and shutdown
 //

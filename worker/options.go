@@ -104,9 +104,17 @@ type Options struct {
 	// QueueName names the source queue when it has no Name method; it is
 	// used to derive the poison queue's name.
 	QueueName string
-	// Poison opens the poison queue. Nil means there is none: a message
-	// that has used up its attempts is then left invisible until its lease
-	// lapses, as Functions does when it cannot have a poison queue.
+	// Poison opens the poison queue. Default: if the source queue has a
+	// Service method that returns a Service (an *azq.Queue made by
+	// Service.CreateQueue, or a type embedding one), ServicePoison of that
+	// Service, so the poison queue is created there on first use, as
+	// Functions does; otherwise none. Without a poison queue (Poison nil,
+	// as for a queue made by azq.New or a remote source, or a source name
+	// that must have none; see PoisonQueueName) a message that has used up
+	// its attempts is left invisible until its lease lapses and reported
+	// as EventAbandoned, as Functions does when it cannot have a poison
+	// queue. Setting Poison when neither QueueName (nor the source's Name
+	// method) nor PoisonQueueName gives a name is an invalid option.
 	Poison PoisonOpener
 	// PoisonQueueName overrides the poison queue's name; by default it is
 	// PoisonQueueName(QueueName).
@@ -214,11 +222,30 @@ func newConfig(q Queue, o Options) (config, error) {
 			c.QueueName = nq.Name()
 		}
 	}
+	if c.Poison == nil {
+		// As Functions creates "<queue>-poison" in the storage account
+		// of the queue, a queue that knows its Service gets its poison
+		// queue there. A remote source has no such method and keeps no
+		// poison queue unless Poison is set.
+		if sq, ok := q.(interface{ Service() *azq.Service }); ok {
+			if svc := sq.Service(); svc != nil {
+				c.Poison = ServicePoison(svc)
+			}
+		}
+	}
 	if c.Poison != nil {
-		if c.PoisonQueueName != "" {
+		switch {
+		case c.PoisonQueueName != "":
 			c.poisonName = c.PoisonQueueName
-		} else if name, ok := PoisonQueueName(c.QueueName); ok {
-			c.poisonName = name
+		case c.QueueName == "":
+			// Poisoning was asked for, but nothing names the queue:
+			// silently keeping no poison queue would leave every
+			// hopeless message invisible instead.
+			bad("Poison is set, but neither QueueName nor PoisonQueueName names the poison queue")
+		default:
+			// "" for a name that must have no poison queue (one that
+			// is already a poison queue, or too long to suffix).
+			c.poisonName, _ = PoisonQueueName(c.QueueName)
 		}
 	}
 	if len(errs) > 0 {

@@ -529,6 +529,10 @@ func TestOptions(t *testing.T) {
 		{"negative dequeue", Options{MaxDequeueCount: -1}, false},
 		{"min > max poll", Options{MinPollInterval: time.Second, MaxPollInterval: time.Millisecond}, false},
 		{"negative retry", Options{RetryDelay: -1}, false},
+		// A poison queue needs a name, and q (made by azq.New) has none.
+		{"poison without a name", Options{Poison: ServicePoison(azq.NewService())}, false},
+		{"poison with QueueName", Options{Poison: ServicePoison(azq.NewService()), QueueName: "jobs"}, true},
+		{"poison with PoisonQueueName", Options{Poison: ServicePoison(azq.NewService()), PoisonQueueName: "dead"}, true},
 	} {
 		err := New(q, h, tc.o).Run(canceled())
 		if (err == nil) != tc.ok || (!tc.ok && !errors.Is(err, ErrInvalidOptions)) {
@@ -647,5 +651,74 @@ func TestDeliveryStartingAfterShutdownDeadlineIsReleased(t *testing.T) {
 	}
 	if s := w.Stats(); s.Released != 2 || s.Succeeded != 1 || s.InFlight != 0 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A queue made by a Service gets a poison queue by default, created in that
+// Service on first use: with the options of the issue's example, and with
+// none at all, a message out of attempts ends in "jobs-poison".
+func TestDefaultPoisonQueueOfServiceQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		o        Options
+		attempts int
+	}{
+		{"zero options", Options{}, DefaultMaxDequeueCount},
+		{"issue example", Options{BatchSize: 16, Concurrency: 24, MaxDequeueCount: 5}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			orig := e.put("hopeless")
+			var calls atomic.Int32
+			tc.o.OnEvent = e.rec.on
+			w := New(e.q, func(ctx context.Context, d *Delivery) error {
+				calls.Add(1)
+				return errors.New("no")
+			}, tc.o)
+			r := start(w)
+			e.rec.waitEvents(t, EventPoisoned, 1)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			if got := int(calls.Load()); got != tc.attempts {
+				t.Fatalf("%d attempts, want %d", got, tc.attempts)
+			}
+			if n := count(t, e.q); n != 0 {
+				t.Fatalf("%d messages left in the source", n)
+			}
+			pq, err := e.svc.Queue("jobs-poison")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms, err := pq.Peek(context.Background(), 32)
+			if err != nil || len(ms) != 1 {
+				t.Fatalf("poison queue holds %d messages (%v)", len(ms), err)
+			}
+			rec, err := ParsePoisonRecord(ms[0].Content)
+			if err != nil || rec.Content() != orig.Content || rec.MessageID != orig.ID || rec.Queue != "jobs" {
+				t.Fatalf("poison record %+v (%v)", rec, err)
+			}
+		})
+	}
+}
+
+// A queue made by azq.New belongs to no Service, so by default it has no
+// poison queue: a message out of attempts is left invisible until its lease
+// lapses, reported as abandoned.
+func TestNoDefaultPoisonQueueWithoutService(t *testing.T) {
+	e := newEnv(t)
+	q := azq.New(azq.WithClock(e.mock))
+	if _, err := q.Put(context.Background(), "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	w := New(q, func(ctx context.Context, d *Delivery) error { return errors.New("no") },
+		Options{MaxDequeueCount: 1, OnEvent: e.rec.on})
+	r := start(w)
+	ev := e.rec.waitEvents(t, EventAbandoned, 1)[0]
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(ev.Err, errNoPoisonQueue) || count(t, q) != 1 || visible(t, q) != 0 {
+		t.Fatalf("event %+v; %d messages, %d visible", ev, count(t, q), visible(t, q))
 	}
 }

@@ -57,7 +57,7 @@ func main() {
 		return func(ctx context.Context, d *worker.Delivery) error {
 			var j job
 			if err := json.Unmarshal([]byte(d.Message.Content), &j); err != nil {
-				return err // malformed: retried, then poisoned
+				return err // malformed: retried, then moved to "renders-poison"
 			}
 			fmt.Printf("%s: got the job at frame %d/%d (attempt %d)\n", name, j.Done, j.Frames, d.Message.DequeueCount)
 			clk := q.Clock()
@@ -88,8 +88,9 @@ func main() {
 	// carrying the progress it checkpointed.
 	ctx1, cancel1 := context.WithCancel(ctx)
 	stopFirst = cancel1
+	// q was made by svc, so the poison queue is created there by default.
 	w1 := worker.New(q, render("worker 1", 2), worker.Options{LeaseDuration: lease, ShutdownTimeout: -1,
-		Poison: worker.ServicePoison(svc), Logger: logger.With("worker", 1)})
+		Logger: logger.With("worker", 1)})
 	if err := w1.Run(ctx1); err != nil {
 		log.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func main() {
 	ctx2, cancel2 := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	w2 := worker.New(q, render("worker 2", -1), worker.Options{LeaseDuration: lease,
-		Poison: worker.ServicePoison(svc), Logger: logger.With("worker", 2)})
+		Logger: logger.With("worker", 2)})
 	go func() { done <- w2.Run(ctx2) }()
 	<-finished
 	cancel2()

@@ -279,3 +279,38 @@ func (f *flakyQueue) Update(ctx context.Context, id azq.MessageID, r azq.PopRece
 	}
 	return f.Queue.Update(ctx, id, r, v, s)
 }
+
+// doubleFireClock is a mock clock that runs every AfterFunc callback twice,
+// as clock.Mock does when Add races with a Timer or AfterFunc call (both
+// runs pick the same due timer). The same race on a Timer makes the second
+// send block on the full channel with the mock's lock held, hanging the
+// clock; so the worker must not wait on Timer channels, and a call to
+// Timer, After, Ticker or Tick fails the test.
+type doubleFireClock struct {
+	*clock.Mock
+	t interface{ Errorf(string, ...any) }
+}
+
+func (c *doubleFireClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	return c.Mock.AfterFunc(d, func() { f(); f() })
+}
+
+func (c *doubleFireClock) Timer(d time.Duration) *clock.Timer {
+	c.t.Errorf("the worker waits on a clock Timer channel, which a mock clock can fire twice")
+	return c.Mock.Timer(d)
+}
+
+func (c *doubleFireClock) After(d time.Duration) <-chan time.Time {
+	c.t.Errorf("the worker waits on a clock After channel, which a mock clock can fire twice")
+	return c.Mock.After(d)
+}
+
+func (c *doubleFireClock) Ticker(d time.Duration) *clock.Ticker {
+	c.t.Errorf("the worker uses a clock Ticker")
+	return c.Mock.Ticker(d)
+}
+
+func (c *doubleFireClock) Tick(d time.Duration) <-chan time.Time {
+	c.t.Errorf("the worker uses a clock Tick")
+	return c.Mock.Tick(d)
+}

@@ -179,17 +179,36 @@ func (w *Worker) waitForRoom(ctx context.Context) (int, bool) {
 
 // pause waits d on the worker's clock, reporting why; false if ctx ended.
 func (w *Worker) pause(ctx context.Context, d time.Duration, cause error) bool {
-	t := w.clk.Timer(d)
-	defer t.Stop()
+	c, stop := w.after(d)
+	defer stop()
 	// Reported once the timer is armed, so that a test that advances a
 	// mock clock on this event cannot move time before the wait starts.
 	w.emit(Event{Kind: EventPollWait, Wait: d, Err: cause})
 	select {
-	case <-t.C:
+	case <-c:
 		return true
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// after returns a channel that receives once d has passed on the worker's
+// clock, and a function that disarms it. It is a callback that sends
+// without blocking into a channel of its own with room for one, rather than
+// a clock Timer's channel: a mock clock advanced while another goroutine
+// arms a timer can fire one timer twice, and the second send on a full
+// Timer channel blocks with the mock's lock held, which hangs every user of
+// the clock. A second run of the callback here finds the channel full and
+// does nothing.
+func (w *Worker) after(d time.Duration) (<-chan struct{}, func()) {
+	c := make(chan struct{}, 1)
+	t := w.clk.AfterFunc(d, func() {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	})
+	return c, func() { t.Stop() }
 }
 
 // start hands m to a handler goroutine. The channel has room for
@@ -395,17 +414,17 @@ func (w *Worker) finish(d *Delivery, k EventKind, err error) {
 // deadline, releases what is still running, and waits for every goroutine.
 func (w *Worker) shutdown() {
 	if n := w.stats.inFlight.Load(); n > 0 && w.cfg.ShutdownTimeout > 0 {
-		t := w.clk.Timer(w.cfg.ShutdownTimeout)
+		deadline, stop := w.after(w.cfg.ShutdownTimeout)
 		w.emit(Event{Kind: EventStopping, N: int(n), Wait: w.cfg.ShutdownTimeout})
 	wait:
 		for w.stats.inFlight.Load() > 0 {
 			select {
 			case <-w.freed:
-			case <-t.C:
+			case <-deadline:
 				break wait
 			}
 		}
-		t.Stop()
+		stop()
 	}
 	w.mu.Lock()
 	// From here on process starts no handler: a delivery still queued for

@@ -722,3 +722,62 @@ func TestNoDefaultPoisonQueueWithoutService(t *testing.T) {
 		t.Fatalf("event %+v; %d messages, %d visible", ev, count(t, q), visible(t, q))
 	}
 }
+
+// Every wait of the worker (poll back-off, shutdown deadline, renewals) is
+// a clock callback, harmless if it runs twice, rather than a Timer channel,
+// whose second firing by a mock clock blocks with the mock's lock held.
+func TestWaitsSurviveDoubleFiringClock(t *testing.T) {
+	t.Run("poll back-off", func(t *testing.T) {
+		e := newEnv(t)
+		clk := &doubleFireClock{Mock: e.mock, t: t}
+		pq := &pollQueue{q: e.q}
+		w := New(pq, func(ctx context.Context, d *Delivery) error { return nil },
+			Options{Clock: clk, Rand: rand.New(rand.NewPCG(1, 2)), OnEvent: e.rec.on})
+		r := start(w)
+		const waits = 4
+		for i := 0; i < waits; i++ {
+			ev := e.rec.waitEvents(t, EventPollWait, i+1)[i]
+			e.mock.Add(ev.Wait)
+		}
+		e.rec.waitEvents(t, EventPollWait, waits+1)
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		gets, pw := pq.getTimes(), e.rec.of(EventPollWait)
+		if len(gets) != waits+1 {
+			t.Fatalf("%d polls after %d waits, want %d", len(gets), waits, waits+1)
+		}
+		for i := 1; i < len(gets); i++ {
+			if d := gets[i].Sub(gets[i-1]); d != pw[i-1].Wait {
+				t.Fatalf("poll %d came %v after the previous, want %v", i+1, d, pw[i-1].Wait)
+			}
+		}
+	})
+	t.Run("shutdown deadline", func(t *testing.T) {
+		e := newEnv(t)
+		const grace = 5 * time.Second
+		clk := &doubleFireClock{Mock: e.mock, t: t}
+		e.put("slow")
+		started := make(chan struct{})
+		w := New(e.q, func(ctx context.Context, d *Delivery) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		}, Options{Clock: clk, ShutdownTimeout: grace, OnEvent: e.rec.on})
+		r := start(w)
+		<-started
+		r.cancel()
+		e.rec.waitEvents(t, EventStopping, 1)
+		e.mock.Add(grace - time.Nanosecond)
+		if len(e.rec.of(EventReleased)) != 0 {
+			t.Fatal("released before the deadline")
+		}
+		e.mock.Add(time.Nanosecond)
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		if s := w.Stats(); s.Released != 1 || s.InFlight != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}

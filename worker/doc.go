@@ -33,8 +33,13 @@
 // saves new content the same way, so a worker that crashes leaves the
 // progress for the next one. A renewal or checkpoint that finds the message
 // gone (MessageNotFound, or PopReceiptMismatch from a remote service) means
-// another consumer owns it now: the handler's context is cancelled with
-// ErrLeaseLost, and the worker neither deletes nor retries the message.
+// another consumer owns it now, and one that finds the queue gone
+// (QueueNotFound, or QueueBeingDeleted or QueueDisabled from a remote
+// service) means the message went with it: either way the lease is lost, the
+// handler's context is cancelled with ErrLeaseLost, renewing stops, and the
+// worker neither deletes nor retries the message. A delete or release that
+// finds the message or its queue gone is reported as EventLeaseLost, not as
+// an error.
 //
 // When the handler returns nil the message is deleted. When it returns an
 // error or panics, the message is released for another attempt after

@@ -14,8 +14,9 @@ import (
 // Errors the worker reports.
 var (
 	// ErrLeaseLost is the cause of a handler context cancelled because
-	// the message's lease was lost (another consumer received it, or it was
-	// deleted or expired), and wraps what Checkpoint returns then.
+	// the message's lease was lost (another consumer received it, it was
+	// deleted or expired, or its queue was deleted or disabled), and wraps
+	// what Checkpoint returns then.
 	ErrLeaseLost = errors.New("worker: lease lost")
 	// ErrShutdown is the cause of a handler context cancelled because the
 	// shutdown deadline passed; the message has been released.
@@ -65,8 +66,9 @@ const (
 	// EventPoisoned: the message was copied to the poison queue and
 	// deleted; Err is the handler's error, nil if it was not run.
 	EventPoisoned
-	// EventLeaseLost: the handler's message was lost to another consumer;
-	// nothing more was done with it.
+	// EventLeaseLost: the handler's message was lost to another consumer,
+	// or went with its queue; nothing more was done with it. Err, if set,
+	// is the queue's answer that showed it.
 	EventLeaseLost
 	// EventReleased: the shutdown deadline passed while the handler ran,
 	// or the message was fetched as the worker stopped; it was released.

@@ -314,3 +314,37 @@ func (c *doubleFireClock) Tick(d time.Duration) <-chan time.Time {
 	c.t.Errorf("the worker uses a clock Tick")
 	return c.Mock.Tick(d)
 }
+
+// goneQueue answers Update and Delete with err once it is set, as a service
+// does for a queue that was deleted or disabled under the worker.
+type goneQueue struct {
+	*azq.Queue
+	mu  sync.Mutex
+	err error
+}
+
+func (g *goneQueue) set(err error) {
+	g.mu.Lock()
+	g.err = err
+	g.mu.Unlock()
+}
+
+func (g *goneQueue) failure() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+func (g *goneQueue) Update(ctx context.Context, id azq.MessageID, r azq.PopReceipt, v time.Duration, s *string) (azq.UpdateResult, error) {
+	if err := g.failure(); err != nil {
+		return azq.UpdateResult{}, err
+	}
+	return g.Queue.Update(ctx, id, r, v, s)
+}
+
+func (g *goneQueue) Delete(ctx context.Context, id azq.MessageID, r azq.PopReceipt) error {
+	if err := g.failure(); err != nil {
+		return err
+	}
+	return g.Queue.Delete(ctx, id, r)
+}

@@ -465,13 +465,25 @@ func (w *Worker) abandon(d *Delivery) {
 	w.release(d)
 }
 
-// isGone reports whether err says the message is no longer ours: Azure's
-// 404 MessageNotFound for a stale receipt, or the 400 PopReceiptMismatch
-// that some services and emulators answer instead.
+// isGone reports whether err says the message is no longer ours, so that
+// its lease is lost and there is nothing left to delete: the message is
+// gone (Azure's 404 MessageNotFound for a stale receipt, or the 400
+// PopReceiptMismatch that some services and emulators answer instead), or
+// its queue is (QueueNotFound; QueueBeingDeleted and QueueDisabled from the
+// service). Functions stops renewing on the same codes and ignores them on
+// delete. Codes are matched as well as azq's sentinels, so that an error
+// built by a remote source's client counts too.
 func isGone(err error) bool {
-	if errors.Is(err, azq.ErrMessageNotFound) {
+	if errors.Is(err, azq.ErrMessageNotFound) || errors.Is(err, azq.ErrQueueNotFound) {
 		return true
 	}
 	var ae *azq.Error
-	return errors.As(err, &ae) && ae.Code == "PopReceiptMismatch"
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Code {
+	case azq.CodeMessageNotFound, azq.CodeQueueNotFound, "PopReceiptMismatch", "QueueBeingDeleted", "QueueDisabled":
+		return true
+	}
+	return false
 }

@@ -781,3 +781,96 @@ func TestWaitsSurviveDoubleFiringClock(t *testing.T) {
 		}
 	})
 }
+
+// A queue that is gone (deleted, being deleted or disabled) takes the
+// message with it, as Functions treats it: a renewal that finds it so
+// stops renewing for good and cancels the handler with ErrLeaseLost, and a
+// delete that finds it so is no error. The codes come as azq returns them
+// and as a remote service's client would report them.
+func TestQueueGoneMeansLeaseLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error // nil: really delete the queue
+	}{
+		{"deleted queue", nil},
+		{"QueueNotFound", azq.ErrQueueNotFound},
+		{"remote QueueNotFound", &azq.Error{Code: azq.CodeQueueNotFound, StatusCode: 404, Message: "remote"}},
+		{"QueueBeingDeleted", &azq.Error{Code: "QueueBeingDeleted", StatusCode: 409, Message: "remote"}},
+		{"QueueDisabled", &azq.Error{Code: "QueueDisabled", StatusCode: 409, Message: "remote"}},
+	} {
+		gone := func(e *testEnv, g *goneQueue) {
+			if tc.err != nil {
+				g.set(tc.err)
+				return
+			}
+			if err := e.svc.DeleteQueue(context.Background(), "jobs"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(tc.name+"/renewal", func(t *testing.T) {
+			e := newEnv(t)
+			const lease = 10 * time.Second
+			e.put("m")
+			g := &goneQueue{Queue: e.q}
+			started, cause := make(chan struct{}), make(chan error, 1)
+			w := New(g, func(ctx context.Context, d *Delivery) error {
+				close(started)
+				<-ctx.Done()
+				cause <- context.Cause(ctx)
+				return nil // must not delete
+			}, Options{LeaseDuration: lease, OnEvent: e.rec.on})
+			r := start(w)
+			<-started
+			gone(e, g)
+			e.mock.Add(lease / 2)
+			if ev := e.rec.waitEvents(t, EventRenewFailed, 1)[0]; !errors.Is(ev.Err, ErrLeaseLost) {
+				t.Fatalf("renewal failed with %v, want the lease lost", ev.Err)
+			}
+			if c := <-cause; !errors.Is(c, ErrLeaseLost) {
+				t.Fatalf("handler context cause %v", c)
+			}
+			e.rec.waitEvents(t, EventLeaseLost, 1)
+			// Up to just before the lease lapses (the message comes back
+			// then): no renewal is retried.
+			e.mock.Add(lease/2 - time.Nanosecond)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(e.rec.of(EventRenewFailed)); n != 1 {
+				t.Fatalf("%d failed renewals, want 1: renewing went on", n)
+			}
+			if s := w.Stats(); s.LeasesLost != 1 || s.Succeeded != 0 || s.LeaseRenewals != 0 {
+				t.Fatalf("stats %+v", s)
+			}
+		})
+		t.Run(tc.name+"/delete", func(t *testing.T) {
+			e := newEnv(t)
+			e.put("m")
+			g := &goneQueue{Queue: e.q}
+			finish := make(chan struct{})
+			w := New(g, func(ctx context.Context, d *Delivery) error {
+				<-finish
+				return nil
+			}, Options{OnEvent: e.rec.on})
+			r := start(w)
+			e.rec.waitEvents(t, EventFetched, 1)
+			gone(e, g)
+			close(finish)
+			e.rec.waitFor(t, "an outcome", func() bool {
+				return len(e.rec.of(EventLeaseLost))+len(e.rec.of(EventAbandoned)) > 0
+			})
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			lost := e.rec.of(EventLeaseLost)
+			if len(lost) != 1 || lost[0].Err == nil || len(e.rec.of(EventAbandoned)) != 0 {
+				t.Fatalf("delete outcome: lease lost %+v, abandoned %+v", lost, e.rec.of(EventAbandoned))
+			}
+			// A real deletion also fails the fetches meanwhile; those are
+			// errors, the delete is not.
+			if s := w.Stats(); s.LeasesLost != 1 || s.Succeeded != 0 || (tc.err != nil && s.Errors != 0) {
+				t.Fatalf("stats %+v", s)
+			}
+		})
+	}
+}

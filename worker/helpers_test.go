@@ -348,3 +348,70 @@ func (g *goneQueue) Delete(ctx context.Context, id azq.MessageID, r azq.PopRecei
 	}
 	return g.Queue.Delete(ctx, id, r)
 }
+
+// recvQueue is an *azq.Queue that counts the worker's Get and Receive
+// calls, poking rec at each Receive, so a test can wait for the worker to
+// be waiting.
+type recvQueue struct {
+	*azq.Queue
+	rec      *recorder
+	gets     atomic.Int64
+	receives atomic.Int64
+}
+
+func (r *recvQueue) Get(ctx context.Context, n int, v time.Duration) ([]azq.Message, error) {
+	r.gets.Add(1)
+	return r.Queue.Get(ctx, n, v)
+}
+
+func (r *recvQueue) Receive(ctx context.Context, n int, v time.Duration) ([]azq.Message, error) {
+	r.receives.Add(1)
+	r.rec.poke()
+	return r.Queue.Receive(ctx, n, v)
+}
+
+// receiptCall is one Update or Delete as receiptQueue saw it.
+type receiptCall struct {
+	op       string // "update" or "delete"
+	receipt  azq.PopReceipt
+	content  *string
+	returned azq.PopReceipt // Update's new receipt
+	err      error
+}
+
+// receiptQueue is an *azq.Queue that records the receipts its Update and
+// Delete calls carry and return.
+type receiptQueue struct {
+	*azq.Queue
+	mu    sync.Mutex
+	calls []receiptCall
+}
+
+func (r *receiptQueue) Update(ctx context.Context, id azq.MessageID, rc azq.PopReceipt, v time.Duration, s *string) (azq.UpdateResult, error) {
+	res, err := r.Queue.Update(ctx, id, rc, v, s)
+	r.mu.Lock()
+	r.calls = append(r.calls, receiptCall{op: "update", receipt: rc, content: s, returned: res.PopReceipt, err: err})
+	r.mu.Unlock()
+	return res, err
+}
+
+func (r *receiptQueue) Delete(ctx context.Context, id azq.MessageID, rc azq.PopReceipt) error {
+	err := r.Queue.Delete(ctx, id, rc)
+	r.mu.Lock()
+	r.calls = append(r.calls, receiptCall{op: "delete", receipt: rc, err: err})
+	r.mu.Unlock()
+	return err
+}
+
+func (r *receiptQueue) log() []receiptCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]receiptCall(nil), r.calls...)
+}
+
+// all returns every recorded event, in order.
+func (r *recorder) all() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}

@@ -132,8 +132,13 @@ type Options struct {
 	// goroutine uses it. Default: a generator seeded at random.
 	Rand *rand.Rand
 
-	// Logger, if set, receives one record per event: debug for routine
-	// ones, info for outcomes, warn for failures.
+	// Logger, if set, receives one record per event, with the message
+	// "worker: " and the event's name, at a level by kind: debug for the
+	// routine EventFetched, EventPollWait and EventRenewed; info for the
+	// outcomes EventSucceeded and EventReleased, and for EventStopping;
+	// warn for the failures EventRenewFailed, EventRetry, EventPoisoned,
+	// EventLeaseLost and EventAbandoned. Attributes, where they apply:
+	// queue, message_id, dequeue_count, n, wait and error.
 	Logger *slog.Logger
 	// OnEvent, if set, is called for every event, from the goroutine where
 	// it happens; it must be quick and safe for concurrent use.

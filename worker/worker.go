@@ -134,9 +134,15 @@ func (w *Worker) fetchLoop(ctx context.Context) error {
 				w.start(m)
 			}
 			bo.success()
+			// Functions waits its minimum interval after every batch
+			// with messages. After a full batch this polls again at
+			// once instead: more are probably waiting, and
+			// waitForRoom holds the fetch until there is room, so it
+			// cannot spin; waiting would leave free handlers idle for
+			// up to MinPollInterval per batch under a backlog.
 			if w.recv == nil && len(msgs) < n {
-				// The queue is probably drained: Functions polls again
-				// after the minimum interval.
+				// The queue is probably drained: poll again after the
+				// minimum interval, as Functions does.
 				if !w.pause(ctx, w.cfg.MinPollInterval, nil) {
 					return nil
 				}

@@ -92,3 +92,44 @@ func benchWorkers(b *testing.B, workers int) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+// BenchmarkDispatchFloor is the least any worker that runs each message on
+// a handler goroutine of its own pays: Get(16) in one goroutine, a hand-off
+// of each message over a channel to one of 24 goroutines, a cancellable
+// context per message, and the Delete. It is the floor under
+// BenchmarkWorker's per-message cost, not a design to copy: it has no
+// leases, no shutdown and no accounting.
+func BenchmarkDispatchFloor(b *testing.B) {
+	q := fill(b, b.N)
+	ctx := context.Background()
+	b.ReportAllocs()
+	work := make(chan azq.Message, 24)
+	var wg sync.WaitGroup
+	for range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range work {
+				_, cancel := context.WithCancelCause(ctx)
+				if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+					b.Error(err)
+				}
+				cancel(nil)
+			}
+		}()
+	}
+	for done := 0; done < b.N; {
+		ms, err := q.Get(ctx, 16, 10*time.Minute)
+		if err != nil || len(ms) == 0 {
+			b.Fatalf("get: %d messages, %v", len(ms), err)
+		}
+		for _, m := range ms {
+			work <- m
+		}
+		done += len(ms)
+	}
+	close(work)
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}

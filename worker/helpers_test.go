@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/azqlib/azq"
@@ -414,4 +415,19 @@ func (r *recorder) all() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Event(nil), r.events...)
+}
+
+// onlyPoisoned returns the one message in the poison queue "jobs-poison" of
+// svc, and fails the test unless there is exactly one.
+func onlyPoisoned(t *testing.T, svc *azq.Service) azq.Message {
+	t.Helper()
+	pq, err := svc.Queue("jobs-poison")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := pq.Peek(context.Background(), 32)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("poison queue holds %d messages (%v)", len(ms), err)
+	}
+	return ms[0]
 }

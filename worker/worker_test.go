@@ -174,20 +174,13 @@ func TestPoisonAfterMaxDequeueCount(t *testing.T) {
 			if n := count(t, e.q); n != 0 {
 				t.Fatalf("%d messages left in the source", n)
 			}
-			pq, err := e.svc.Queue("jobs-poison")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms, err := pq.Peek(context.Background(), 32)
-			if err != nil || len(ms) != 1 {
-				t.Fatalf("poison queue holds %d messages (%v)", len(ms), err)
-			}
+			poisoned := onlyPoisoned(t, e.svc)
 			if bodyOnly {
-				if ms[0].Content != orig.Content {
-					t.Fatalf("poison body %q", ms[0].Content)
+				if poisoned.Content != orig.Content {
+					t.Fatalf("poison body %q", poisoned.Content)
 				}
 			} else {
-				rec, err := ParsePoisonRecord(ms[0].Content)
+				rec, err := ParsePoisonRecord(poisoned.Content)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -686,15 +679,7 @@ func TestDefaultPoisonQueueOfServiceQueue(t *testing.T) {
 			if n := count(t, e.q); n != 0 {
 				t.Fatalf("%d messages left in the source", n)
 			}
-			pq, err := e.svc.Queue("jobs-poison")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ms, err := pq.Peek(context.Background(), 32)
-			if err != nil || len(ms) != 1 {
-				t.Fatalf("poison queue holds %d messages (%v)", len(ms), err)
-			}
-			rec, err := ParsePoisonRecord(ms[0].Content)
+			rec, err := ParsePoisonRecord(onlyPoisoned(t, e.svc).Content)
 			if err != nil || rec.Content() != orig.Content || rec.MessageID != orig.ID || rec.Queue != "jobs" {
 				t.Fatalf("poison record %+v (%v)", rec, err)
 			}

@@ -136,6 +136,46 @@ func TestReceiveWokenByEarlierPut(t *testing.T) {
 	wg.Wait()
 }
 
+// TestReceiveLeavesNoTimer: a Receive that gives up, waiting for a message
+// a week away, must not leave the queue's timer armed, and Close must
+// disarm it while calls still wait.
+func TestReceiveLeavesNoTimer(t *testing.T) {
+	clk := clock.NewMock()
+	q := New(WithClock(clk))
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := q.Put(ctx, "next week", &PutOptions{VisibilityTimeout: 6 * 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	armed := func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.timer != nil
+	}
+	for _, end := range []string{"cancel", "close"} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := q.Receive(ctx, 1, time.Minute)
+			done <- err
+		}()
+		awaitWaiters(t, q, 1)
+		if !armed() {
+			t.Fatalf("%s: no timer armed for the delayed message while Receive waits", end)
+		}
+		if end == "cancel" {
+			cancel()
+		} else {
+			q.Close()
+		}
+		if err := <-done; err == nil {
+			t.Fatalf("%s: Receive returned no error", end)
+		}
+		if armed() {
+			t.Errorf("%s: the timer is still armed with nobody waiting", end)
+		}
+		ctx = context.Background()
+	}
+}
+
 // stressLedger records, per message content, every delivery and deletion
 // the consumers of a stress test saw.
 type stressLedger struct {

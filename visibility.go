@@ -407,8 +407,14 @@ func (q *Queue) visibleSoon(at, now int64) {
 	}
 }
 
+// unwait ends a Receive's wait. The last waiter to leave disarms the
+// timer: a timer armed for a message days away would otherwise keep the
+// queue reachable, and fire, long after anyone cared.
 func (q *Queue) unwait() {
 	q.mu.Lock()
 	q.waiters--
+	if q.waiters == 0 {
+		q.stopWakeTimer()
+	}
 	q.mu.Unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/azqlib/azq"
@@ -59,18 +60,28 @@ func (a Account) ConnectionString(queueEndpoint string) string {
 
 // keyBytes returns the decoded account keys. Keys that are not valid
 // base64 are skipped: a misconfigured key must make signatures fail, not
-// make the server panic.
+// make the server panic. Every signed request needs them, so each key is
+// decoded once and remembered.
 func (a *Account) keyBytes() [][]byte {
 	out := make([][]byte, 0, len(a.Keys))
 	for _, k := range a.Keys {
+		if b, ok := decodedKeys.Load(k); ok {
+			out = append(out, b.([]byte))
+			continue
+		}
 		b, err := base64.StdEncoding.DecodeString(k)
 		if err != nil || len(b) == 0 {
 			continue
 		}
+		decodedKeys.Store(k, b)
 		out = append(out, b)
 	}
 	return out
 }
+
+// decodedKeys maps base64 account keys to their bytes. It holds only the
+// keys of configured accounts, so it stays as small as the configuration.
+var decodedKeys sync.Map
 
 // sign returns base64(HMAC-SHA256(key, stringToSign)), the signature of
 // Shared Key, Shared Key Lite and shared access signatures alike.
@@ -83,18 +94,25 @@ func sign(key []byte, stringToSign string) string {
 // signatureMatches reports whether sig is the signature of one of the
 // candidate strings under one of the keys. Candidates exist because
 // clients legitimately differ in a few canonicalization details; every
-// candidate still covers the whole request. hmac.Equal keeps the
+// candidate still covers the whole request. Candidates come most likely
+// first, so the search stops at the first match; hmac.Equal keeps each
 // comparison constant-time.
 func signatureMatches(keys [][]byte, candidates []string, sig string) bool {
-	ok := false
+	want := []byte(sig)
+	var sum [sha256.Size]byte
+	var enc [44]byte // base64 of a SHA-256 sum
 	for _, k := range keys {
+		h := hmac.New(sha256.New, k)
 		for _, c := range candidates {
-			if hmac.Equal([]byte(sign(k, c)), []byte(sig)) {
-				ok = true
+			h.Reset()
+			h.Write([]byte(c))
+			base64.StdEncoding.Encode(enc[:], h.Sum(sum[:0]))
+			if hmac.Equal(enc[:], want) {
+				return true
 			}
 		}
 	}
-	return ok
+	return false
 }
 
 // authRequest is everything authorize needs to know about one request.

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -160,26 +161,36 @@ func sharedKeyLiteStringsToSign(a authRequest) []string {
 // canonicalizedHeaders returns every x-ms-* header as "name:value\n",
 // names lower-cased and sorted, values trimmed and comma-joined.
 func canonicalizedHeaders(h http.Header) string {
-	m := map[string][]string{}
+	type header struct {
+		name   string // lower case
+		values []string
+	}
+	var hs []header
 	for k, vs := range h {
-		name := strings.ToLower(strings.TrimSpace(k))
-		if !strings.HasPrefix(name, "x-ms-") {
+		t := strings.TrimSpace(k)
+		if len(t) < 5 || !strings.EqualFold(t[:5], "x-ms-") {
 			continue
 		}
-		for _, v := range vs {
-			m[name] = append(m[name], strings.TrimSpace(v))
-		}
+		hs = append(hs, header{strings.ToLower(t), vs})
 	}
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	slices.SortFunc(hs, func(a, b header) int { return strings.Compare(a.name, b.name) })
 	var b strings.Builder
-	for _, n := range names {
-		b.WriteString(n)
+	for i := 0; i < len(hs); {
+		// Keys that differ only in case (possible when set outside
+		// net/http's canonical form) are one header with all their values.
+		name := hs[i].name
+		b.WriteString(name)
 		b.WriteByte(':')
-		b.WriteString(strings.Join(m[n], ","))
+		sep := false
+		for ; i < len(hs) && hs[i].name == name; i++ {
+			for _, v := range hs[i].values {
+				if sep {
+					b.WriteByte(',')
+				}
+				b.WriteString(strings.TrimSpace(v))
+				sep = true
+			}
+		}
 		b.WriteByte('\n')
 	}
 	return b.String()

@@ -1028,3 +1028,32 @@ func TestHandlerSharedKeyHead(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalizedHeaders: x-ms-* headers only, names in lower case and
+// sorted, values trimmed and joined, one line each, whatever the case the
+// names arrived in.
+func TestCanonicalizedHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		want string
+	}{
+		{"none", http.Header{"Content-Type": {"application/xml"}}, ""},
+		{"sorted and trimmed", http.Header{
+			"X-Ms-Version":           {" 2018-03-28 "},
+			"X-Ms-Date":              {"Mon, 23 Nov 2026 20:00:00 GMT"},
+			"X-Ms-Client-Request-Id": {"abc"},
+			"Content-Length":         {"10"},
+		}, "x-ms-client-request-id:abc\nx-ms-date:Mon, 23 Nov 2026 20:00:00 GMT\nx-ms-version:2018-03-28\n"},
+		{"repeated header", http.Header{"X-Ms-Meta-A": {"1", " 2"}}, "x-ms-meta-a:1,2\n"},
+		{"non-canonical key", http.Header{"x-MS-meta-b": {"v"}, "X-Ms-Meta-A": {"w"}}, "x-ms-meta-a:w\nx-ms-meta-b:v\n"},
+		{"same name in two cases", http.Header{"x-ms-meta-a": {"1"}, "X-Ms-Meta-A": {"1"}}, "x-ms-meta-a:1,1\n"},
+		{"prefix only", http.Header{"X-Ms": {"no"}, "X-Msx-A": {"no"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := canonicalizedHeaders(tc.h); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -143,6 +143,7 @@ func TestReceiveLeavesNoTimer(t *testing.T) {
 	clk := clock.NewMock()
 	q := New(WithClock(clk))
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	if _, err := q.Put(ctx, "next week", &PutOptions{VisibilityTimeout: 6 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,10 @@ type leases struct {
 	h       leaseHeap
 	timer   *leaseTimer // armed for armedAt; nil if none
 	armedAt time.Time
+	// stopping is set when Run shuts down: from then on a timer with
+	// nothing left to renew is stopped at once, so that Run does not wait
+	// for it.
+	stopping bool
 }
 
 // leaseTimer is one arming of the timer. It holds a count in the worker's
@@ -45,14 +49,29 @@ func (l *leases) schedule(d *Delivery, after time.Duration) {
 	}
 }
 
-// unschedule drops d's renewal. With nothing left to renew the timer is
-// stopped, so that Run does not wait for it.
+// unschedule drops d's renewal. While the worker runs, the timer stays
+// armed when nothing is left to renew: the next delivery would only arm it
+// again, and arming a clock timer per message cost a quarter of the
+// worker's time; a timer that finds nothing due just ends. Once the worker
+// is stopping, the timer is stopped with the last renewal, so that Run does
+// not wait for it.
 func (l *leases) unschedule(d *Delivery) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d.hidx >= 0 {
 		heap.Remove(&l.h, d.hidx)
 	}
+	if len(l.h) == 0 && l.stopping {
+		l.stopLocked()
+	}
+}
+
+// stop is called when Run shuts down: it stops the timer now if nothing
+// is left to renew, and makes unschedule stop it with the last renewal.
+func (l *leases) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopping = true
 	if len(l.h) == 0 {
 		l.stopLocked()
 	}

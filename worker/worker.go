@@ -99,6 +99,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	err := w.fetchLoop(ctx)
 	close(w.work)
+	w.leases.stop()
 	w.shutdown()
 	return err
 }

@@ -431,3 +431,18 @@ func onlyPoisoned(t *testing.T, svc *azq.Service) azq.Message {
 	}
 	return ms[0]
 }
+
+// crossDeadline moves the mock clock to just before the shutdown deadline,
+// checks that nothing has been released yet, moves it past the deadline,
+// and waits for Run to return.
+func crossDeadline(t *testing.T, e *testEnv, r *running, grace time.Duration) {
+	t.Helper()
+	e.mock.Add(grace - time.Nanosecond)
+	if len(e.rec.of(EventReleased)) != 0 {
+		t.Fatal("released before the deadline")
+	}
+	e.mock.Add(time.Nanosecond)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -436,14 +436,7 @@ func TestGracefulShutdownReleasesUnfinished(t *testing.T) {
 	}
 	close(finishQuick)
 	e.rec.waitEvents(t, EventSucceeded, 1)
-	e.mock.Add(grace - time.Nanosecond)
-	if len(e.rec.of(EventReleased)) != 0 {
-		t.Fatal("released before the deadline")
-	}
-	e.mock.Add(time.Nanosecond)
-	if err := r.stop(t); err != nil {
-		t.Fatal(err)
-	}
+	crossDeadline(t, e, r, grace)
 	for i := 0; i < 2; i++ {
 		if c := <-causes; !errors.Is(c, ErrShutdown) {
 			t.Fatalf("handler cause %v", c)
@@ -753,14 +746,7 @@ func TestWaitsSurviveDoubleFiringClock(t *testing.T) {
 		<-started
 		r.cancel()
 		e.rec.waitEvents(t, EventStopping, 1)
-		e.mock.Add(grace - time.Nanosecond)
-		if len(e.rec.of(EventReleased)) != 0 {
-			t.Fatal("released before the deadline")
-		}
-		e.mock.Add(time.Nanosecond)
-		if err := r.stop(t); err != nil {
-			t.Fatal(err)
-		}
+		crossDeadline(t, e, r, grace)
 		if s := w.Stats(); s.Released != 1 || s.InFlight != 0 {
 			t.Fatalf("stats %+v", s)
 		}

@@ -446,3 +446,21 @@ func crossDeadline(t *testing.T, e *testEnv, r *running, grace time.Duration) {
 		t.Fatal(err)
 	}
 }
+
+// failWithoutPoisonQueue runs a worker with opts over q, whose one message
+// fails its only attempt while the worker has no poison queue for it, and
+// checks that the message is abandoned: left in q, invisible, with the
+// event saying there is no poison queue.
+func failWithoutPoisonQueue(t *testing.T, e *testEnv, q *azq.Queue, opts Options) {
+	t.Helper()
+	opts.MaxDequeueCount, opts.OnEvent = 1, e.rec.on
+	w := New(q, func(ctx context.Context, d *Delivery) error { return errors.New("no") }, opts)
+	r := start(w)
+	ev := e.rec.waitEvents(t, EventAbandoned, 1)[0]
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(ev.Err, errNoPoisonQueue) || count(t, q) != 1 || visible(t, q) != 0 {
+		t.Fatalf("event %+v; %d messages, %d visible", ev, count(t, q), visible(t, q))
+	}
+}

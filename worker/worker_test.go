@@ -259,16 +259,7 @@ func TestNoPoisonQueueLeavesMessageInvisible(t *testing.T) {
 	if _, err := q.Put(context.Background(), "x", nil); err != nil {
 		t.Fatal(err)
 	}
-	w := New(q, func(ctx context.Context, d *Delivery) error { return errors.New("no") },
-		Options{MaxDequeueCount: 1, Poison: ServicePoison(e.svc), OnEvent: e.rec.on})
-	r := start(w)
-	ev := e.rec.waitEvents(t, EventAbandoned, 1)[0]
-	if err := r.stop(t); err != nil {
-		t.Fatal(err)
-	}
-	if !errors.Is(ev.Err, errNoPoisonQueue) || count(t, q) != 1 || visible(t, q) != 0 {
-		t.Fatalf("event %+v; %d messages, %d visible", ev, count(t, q), visible(t, q))
-	}
+	failWithoutPoisonQueue(t, e, q, Options{Poison: ServicePoison(e.svc)})
 	if _, err := e.svc.Queue("jobs-poison-poison"); !errors.Is(err, azq.ErrQueueNotFound) {
 		t.Fatal("a poison queue of a poison queue was created")
 	}
@@ -689,16 +680,7 @@ func TestNoDefaultPoisonQueueWithoutService(t *testing.T) {
 	if _, err := q.Put(context.Background(), "x", nil); err != nil {
 		t.Fatal(err)
 	}
-	w := New(q, func(ctx context.Context, d *Delivery) error { return errors.New("no") },
-		Options{MaxDequeueCount: 1, OnEvent: e.rec.on})
-	r := start(w)
-	ev := e.rec.waitEvents(t, EventAbandoned, 1)[0]
-	if err := r.stop(t); err != nil {
-		t.Fatal(err)
-	}
-	if !errors.Is(ev.Err, errNoPoisonQueue) || count(t, q) != 1 || visible(t, q) != 0 {
-		t.Fatalf("event %+v; %d messages, %d visible", ev, count(t, q), visible(t, q))
-	}
+	failWithoutPoisonQueue(t, e, q, Options{})
 }
 
 // Every wait of the worker (poll back-off, shutdown deadline, renewals) is

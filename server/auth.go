@@ -83,14 +83,6 @@ func (a *Account) keyBytes() [][]byte {
 // keys of configured accounts, so it stays as small as the configuration.
 var decodedKeys sync.Map
 
-// sign returns base64(HMAC-SHA256(key, stringToSign)), the signature of
-// Shared Key, Shared Key Lite and shared access signatures alike.
-func sign(key []byte, stringToSign string) string {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(stringToSign))
-	return base64.StdEncoding.EncodeToString(h.Sum(nil))
-}
-
 // signatureMatches reports whether sig is the signature of one of the
 // candidate strings under one of the keys. Candidates exist because
 // clients legitimately differ in a few canonicalization details; every

@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -1056,4 +1059,13 @@ func TestCanonicalizedHeaders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sign returns base64(HMAC-SHA256(key, stringToSign)), the signature of
+// Shared Key, Shared Key Lite and shared access signatures alike, as a
+// client computes it.
+func sign(key []byte, stringToSign string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(stringToSign))
+	return base64.StdEncoding.EncodeToString(h.Sum(nil))
 }

@@ -409,10 +409,14 @@ func (w *Worker) release(d *Delivery) {
 
 // finish ends a delivery: it frees its slot, then reports the outcome.
 func (w *Worker) finish(d *Delivery, k EventKind, err error) {
-	w.stats.inFlight.Add(-1)
-	select {
-	case w.freed <- struct{}{}:
-	default:
+	// Only a fall to the threshold can let the fetch loop (or shutdown,
+	// which waits for zero) go on; waking it for every message cost a
+	// goroutine switch per message.
+	if w.stats.inFlight.Add(-1) <= int64(w.cfg.NewBatchThreshold) {
+		select {
+		case w.freed <- struct{}{}:
+		default:
+		}
 	}
 	w.emit(Event{Kind: k, MessageID: d.Message.ID, DequeueCount: d.Message.DequeueCount, Err: err})
 }

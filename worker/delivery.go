@@ -24,13 +24,13 @@ type Delivery struct {
 	mu       sync.Mutex
 	receipt  azq.PopReceipt // current receipt
 	content  string         // current content
-	cancel   context.CancelCauseFunc
-	due      time.Time     // next renewal, while scheduled
-	hidx     int           // index in the lease heap; -1 if not scheduled (guarded by leases.mu)
-	retry    time.Duration // interval of the next renewal after a failed one
-	lost     bool          // the lease is lost
-	done     bool          // settled; nothing more may touch the message
-	released bool          // settled by shutdown
+	ctx      handlerCtx     // the handler's context
+	due      time.Time      // next renewal, while scheduled
+	hidx     int            // index in the lease heap; -1 if not scheduled (guarded by leases.mu)
+	retry    time.Duration  // interval of the next renewal after a failed one
+	lost     bool           // the lease is lost
+	done     bool           // settled; nothing more may touch the message
+	released bool           // settled by shutdown
 }
 
 // Content returns the message's current content: its content at fetch
@@ -113,7 +113,7 @@ func (w *Worker) renewedLocked(d *Delivery, res azq.UpdateResult, err error, fro
 		d.lost = true
 		w.stopTimerLocked(d)
 		w.stats.lost.Add(1)
-		d.cancel(ErrLeaseLost)
+		d.ctx.cancel(ErrLeaseLost)
 		err = fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	default:
 		w.stats.errors.Add(1)

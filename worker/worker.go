@@ -34,13 +34,15 @@ type Worker struct {
 
 	base   context.Context // Run's context without its cancellation
 	freed  chan struct{}   // a delivery settled; capacity 1, never blocks
-	work   chan *Delivery  // to the handler goroutines; room for Concurrency
+	work   dispatch        // to the handler goroutines
 	leases leases
 	wg     sync.WaitGroup // delivery goroutines and armed renewal timers
 
-	mu       sync.Mutex
-	active   map[*Delivery]struct{} // deliveries whose handler runs
-	stopping bool                   // shutdown has taken stock of active; start no handler
+	// running holds, per handler goroutine, the delivery whose handler
+	// it runs: what shutdown cancels at the deadline. A slot each rather
+	// than a shared set, so that starting a handler takes no lock.
+	running  []atomic.Pointer[Delivery]
+	stopping atomic.Bool // shutdown has taken stock of running; start no handler
 
 	poisonMu sync.Mutex
 	poisonQ  Queue
@@ -52,7 +54,7 @@ type Worker struct {
 func New(q Queue, h Handler, o Options) *Worker {
 	cfg, err := newConfig(q, o)
 	w := &Worker{q: q, h: h, cfg: cfg, err: err, clk: cfg.clk,
-		freed: make(chan struct{}, 1), active: make(map[*Delivery]struct{})}
+		freed: make(chan struct{}, 1)}
 	w.leases.w = w
 	if q == nil || h == nil {
 		w.err = fmt.Errorf("%w: nil queue or handler", ErrInvalidOptions)
@@ -87,18 +89,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	// A fixed set of handler goroutines, rather than one per message: a
 	// fresh goroutine's stack has to grow on every message, which cost
 	// more than everything else the worker does.
-	w.work = make(chan *Delivery, w.cfg.Concurrency)
-	for i := 0; i < w.cfg.Concurrency; i++ {
+	w.work.init()
+	w.running = make([]atomic.Pointer[Delivery], w.cfg.Concurrency)
+	for i := range w.running {
 		w.wg.Add(1)
-		go func() {
+		go func(slot *atomic.Pointer[Delivery]) {
 			defer w.wg.Done()
-			for d := range w.work {
-				w.process(d)
+			for {
+				d, ok := w.work.next()
+				if !ok {
+					return
+				}
+				w.process(d, slot)
 			}
-		}()
+		}(&w.running[i])
 	}
 	err := w.fetchLoop(ctx)
-	close(w.work)
+	w.work.close()
 	w.leases.stop()
 	w.shutdown()
 	return err
@@ -123,17 +130,19 @@ func (w *Worker) fetchLoop(ctx context.Context) error {
 			w.stats.received.Add(uint64(len(msgs)))
 			w.stats.inFlight.Add(int64(len(msgs)))
 			w.emit(Event{Kind: EventFetched, N: len(msgs)})
+			ds := w.newDeliveries(msgs)
 			if ctx.Err() != nil {
 				// Stopping: do not start what there may be no time to
 				// finish; give it back at once.
-				for _, m := range msgs {
-					w.release(w.newDelivery(m))
+				for i := range ds {
+					w.release(ds[i])
 				}
 				return nil
 			}
-			for _, m := range msgs {
-				w.start(m)
-			}
+			// Leases run from the fetch, so their renewals are
+			// scheduled now, for the whole batch at once.
+			w.leases.scheduleBatch(ds, w.cfg.LeaseDuration/2)
+			w.work.push(ds)
 			bo.success()
 			// Functions waits its minimum interval after every batch
 			// with messages. After a full batch this polls again at
@@ -218,49 +227,47 @@ func (w *Worker) after(d time.Duration) (<-chan struct{}, func()) {
 	return c, func() { t.Stop() }
 }
 
-// start hands m to a handler goroutine. The channel has room for
-// Concurrency deliveries and no more than that are in flight, so it never
-// blocks.
-func (w *Worker) start(m azq.Message) {
-	w.work <- w.newDelivery(m)
+// newDeliveries wraps the messages of a fetched batch.
+func (w *Worker) newDeliveries(msgs []azq.Message) []*Delivery {
+	ds := make([]*Delivery, len(msgs))
+	for i, m := range msgs {
+		ds[i] = &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content, hidx: -1}
+		ds[i].ctx.parent = w.base
+	}
+	return ds
 }
 
-func (w *Worker) newDelivery(m azq.Message) *Delivery {
-	return &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content, hidx: -1}
-}
-
-func (w *Worker) process(d *Delivery) {
+// process runs the handler for d in the handler goroutine that owns slot,
+// and acts on its result.
+func (w *Worker) process(d *Delivery, slot *atomic.Pointer[Delivery]) {
 	if d.Message.DequeueCount > int64(w.cfg.MaxDequeueCount) {
 		// An earlier attempt ended without an outcome (a crash or a lost
 		// lease) and used up the last try: set it aside unprocessed.
+		d.mu.Lock()
 		d.done = true
+		w.stopTimerLocked(d)
+		d.mu.Unlock()
 		w.poison(d, d.receipt, d.content, ReasonDequeueCountExceeded, nil)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(w.base)
-	d.mu.Lock()
-	d.cancel = cancel
-	w.armLocked(d, w.cfg.LeaseDuration/2)
-	d.mu.Unlock()
-	w.mu.Lock()
-	if w.stopping {
+	// Published before stopping is read, while shutdown sets stopping
+	// before it reads the slots: one of the two sees the other, so a
+	// handler either is not started or is cancelled at the deadline.
+	slot.Store(d)
+	if w.stopping.Load() {
 		// Shutdown has already cancelled what was running: a handler
 		// started now would escape the deadline. Give the message back
 		// instead, as for those it cancelled.
-		w.mu.Unlock()
+		slot.Store(nil)
 		w.abandon(d)
 		return
 	}
-	w.active[d] = struct{}{}
-	w.mu.Unlock()
 
-	err := w.invoke(ctx, d)
+	err := w.invoke(&d.ctx, d)
 
-	w.mu.Lock()
-	delete(w.active, d)
-	w.mu.Unlock()
+	slot.Store(nil)
 	w.settle(d, err)
-	cancel(context.Canceled)
+	d.ctx.cancel(context.Canceled)
 }
 
 // invoke calls the handler, turning a panic into a *PanicError.
@@ -437,16 +444,16 @@ func (w *Worker) shutdown() {
 		}
 		stop()
 	}
-	w.mu.Lock()
 	// From here on process starts no handler: a delivery still queued for
 	// a handler goroutine, or picked up but not yet active, is released
 	// there rather than run past the deadline.
-	w.stopping = true
-	left := make([]*Delivery, 0, len(w.active))
-	for d := range w.active {
-		left = append(left, d)
+	w.stopping.Store(true)
+	var left []*Delivery
+	for i := range w.running {
+		if d := w.running[i].Load(); d != nil {
+			left = append(left, d)
+		}
 	}
-	w.mu.Unlock()
 	for _, d := range left {
 		w.abandon(d)
 	}
@@ -468,7 +475,7 @@ func (w *Worker) abandon(d *Delivery) {
 	d.mu.Unlock()
 	// Cancel first, so the handler stops its side effects before another
 	// worker can take the message.
-	d.cancel(ErrShutdown)
+	d.ctx.cancel(ErrShutdown)
 	if lost {
 		w.finish(d, EventLeaseLost, nil)
 		return

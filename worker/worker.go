@@ -230,7 +230,8 @@ func (w *Worker) after(d time.Duration) (<-chan struct{}, func()) {
 // newDeliveries wraps the messages of a fetched batch.
 func (w *Worker) newDeliveries(msgs []azq.Message) []*Delivery {
 	ds := make([]*Delivery, len(msgs))
-	for i, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
 		ds[i] = &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content, hidx: -1}
 		ds[i].ctx.parent = w.base
 	}

@@ -29,7 +29,8 @@ type Delivery struct {
 	content  string         // current content
 	ctx      handlerCtx     // the handler's context
 	due      time.Time      // next renewal, while scheduled
-	hidx     int            // index in the lease heap; -1 if not scheduled (guarded by leases.mu)
+	hidx     int            // index in the lease heap; -1 if not in it (guarded by leases.mu)
+	first    bool           // a live entry in the leases' FIFO of first renewals (guarded by leases.mu)
 	retry    time.Duration  // interval of the next renewal after a failed one
 	lost     bool           // the lease is lost
 	done     bool           // settled; nothing more may touch the message

@@ -1,74 +1,52 @@
 package worker
 
 import (
-	"sync"
+	"context"
+	"fmt"
 	"testing"
+	"time"
 )
 
-// TestDispatchStartsEveryBlockedHandler checks that a batch reaches as many
-// goroutines as it has deliveries when each goroutine blocks on the one it
-// took: the wake-up chain must not stop short.
-func TestDispatchStartsEveryBlockedHandler(t *testing.T) {
-	const n = 32
-	var q dispatch
-	q.init()
-	got := make(chan *Delivery, n)
-	block := make(chan struct{})
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				d, ok := q.next()
-				if !ok {
-					return
-				}
-				got <- d
-				<-block
+// TestSlowHandlersAllStart checks that every fetched message reaches a
+// handler goroutine while the others are blocked in slow handlers, up to
+// Concurrency at once: the goroutine that fetched a batch handles only one
+// message of it, and the rest must be handed to idle goroutines, whether
+// the fetcher goes on fetching or is itself stuck in a handler.
+func TestSlowHandlersAllStart(t *testing.T) {
+	for _, o := range []Options{
+		{BatchSize: 32, Concurrency: 32},
+		{BatchSize: 16, Concurrency: 32},
+		{BatchSize: 1, Concurrency: 8},
+		{BatchSize: 5, Concurrency: 5, NewBatchThreshold: 1},
+		{BatchSize: 4, Concurrency: 12, NewBatchThreshold: 8},
+	} {
+		t.Run(fmt.Sprintf("batch=%d,concurrency=%d", o.BatchSize, o.Concurrency), func(t *testing.T) {
+			e := newEnv(t)
+			for i := 0; i < o.Concurrency; i++ {
+				e.put(fmt.Sprint(i))
 			}
-		}()
-	}
-	ds := make([]*Delivery, n)
-	for i := range ds {
-		ds[i] = &Delivery{}
-	}
-	q.push(ds[:n/2])
-	q.push(ds[n/2:])
-	seen := make(map[*Delivery]bool)
-	for range n {
-		seen[<-got] = true // hangs, and the test times out, if one is never taken
-	}
-	if len(seen) != n {
-		t.Fatalf("%d distinct deliveries taken, want %d", len(seen), n)
-	}
-	q.close()
-	close(block)
-	wg.Wait()
-}
-
-// TestDispatchOrderAndClose checks FIFO order across pushes and that close
-// lets queued deliveries be taken before next reports the end.
-func TestDispatchOrderAndClose(t *testing.T) {
-	var q dispatch
-	q.init()
-	ds := make([]*Delivery, 5)
-	for i := range ds {
-		ds[i] = &Delivery{}
-	}
-	q.push(ds[:2])
-	if d, _ := q.next(); d != ds[0] {
-		t.Fatal("first out is not first in")
-	}
-	q.push(ds[2:])
-	q.close()
-	for i := 1; i < len(ds); i++ {
-		d, ok := q.next()
-		if !ok || d != ds[i] {
-			t.Fatalf("delivery %d: got %p, %v; want %p", i, d, ok, ds[i])
-		}
-	}
-	if d, ok := q.next(); ok || d != nil {
-		t.Fatal("next after close and drain returned a delivery")
+			started := make(chan struct{}, o.Concurrency)
+			release := make(chan struct{})
+			o.OnEvent = e.rec.on
+			w := New(e.q, func(ctx context.Context, d *Delivery) error {
+				started <- struct{}{}
+				<-release
+				return nil
+			}, o)
+			r := start(w)
+			guard := time.After(10 * time.Second) // a hang guard only
+			for i := 0; i < o.Concurrency; i++ {
+				select {
+				case <-started:
+				case <-guard:
+					t.Fatalf("%d of %d handlers started", i, o.Concurrency)
+				}
+			}
+			close(release)
+			e.rec.waitEvents(t, EventSucceeded, o.Concurrency)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -36,7 +36,14 @@ type Worker struct {
 	freed  chan struct{}   // a delivery settled; capacity 1, never blocks
 	work   dispatch        // to the handler goroutines
 	leases leases
-	wg     sync.WaitGroup // delivery goroutines and armed renewal timers
+	// Run's stop, and the error to return, when a fetch fails for good.
+	stopRun context.CancelFunc
+	fatal   error
+	// Fetching state, used only by the goroutine holding the fetch role.
+	backoff    *backoff
+	pauseNext  time.Duration  // wait before the next fetch
+	pauseCause error          // why, for the event
+	wg         sync.WaitGroup // delivery goroutines and armed renewal timers
 
 	// running holds, per handler goroutine, the delivery whose handler
 	// it runs: what shutdown cancels at the deadline. A slot each rather
@@ -88,109 +95,113 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.base = context.WithoutCancel(ctx)
 	// A fixed set of handler goroutines, rather than one per message: a
 	// fresh goroutine's stack has to grow on every message, which cost
-	// more than everything else the worker does.
-	w.work.init()
+	// more than everything else the worker does. They fetch as well as
+	// handle; see dispatch.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	w.stopRun = stop
+	w.backoff = newBackoff(w.cfg.MinPollInterval, w.cfg.MaxPollInterval, w.cfg.Rand)
+	w.work.init(w)
 	w.running = make([]atomic.Pointer[Delivery], w.cfg.Concurrency)
 	for i := range w.running {
 		w.wg.Add(1)
-		go func(slot *atomic.Pointer[Delivery]) {
-			defer w.wg.Done()
-			for {
-				d, ok := w.work.next()
-				if !ok {
-					return
-				}
-				w.process(d, slot)
-			}
-		}(&w.running[i])
+		go w.handle(ctx, i)
 	}
-	err := w.fetchLoop(ctx)
+	<-ctx.Done()
 	w.work.close()
 	w.leases.stop()
 	w.shutdown()
-	return err
+	return w.fatal
 }
 
-// fetchLoop fetches batches while there is room and ctx lasts.
-func (w *Worker) fetchLoop(ctx context.Context) error {
-	bo := newBackoff(w.cfg.MinPollInterval, w.cfg.MaxPollInterval, w.cfg.Rand)
+// handle is a handler goroutine: it fetches when dispatch says so, and
+// handles messages, until Run stops.
+func (w *Worker) handle(ctx context.Context, id int) {
+	defer w.wg.Done()
+	slot := &w.running[id]
 	for {
-		n, ok := w.waitForRoom(ctx)
-		if !ok {
-			return nil
-		}
-		var msgs []azq.Message
-		var err error
-		if w.recv != nil {
-			msgs, err = w.recv.Receive(ctx, n, w.cfg.LeaseDuration)
-		} else {
-			msgs, err = w.q.Get(ctx, n, w.cfg.LeaseDuration)
-		}
-		if len(msgs) > 0 {
-			w.stats.received.Add(uint64(len(msgs)))
-			w.stats.inFlight.Add(int64(len(msgs)))
-			w.emit(Event{Kind: EventFetched, N: len(msgs)})
-			ds := w.newDeliveries(msgs)
-			if ctx.Err() != nil {
-				// Stopping: do not start what there may be no time to
-				// finish; give it back at once.
-				for i := range ds {
-					w.release(ds[i])
-				}
-				return nil
-			}
-			// Leases run from the fetch, so their renewals are
-			// scheduled now, for the whole batch at once.
-			w.leases.scheduleBatch(ds, w.cfg.LeaseDuration/2)
-			w.work.push(ds)
-			bo.success()
-			// Functions waits its minimum interval after every batch
-			// with messages. After a full batch this polls again at
-			// once instead: more are probably waiting, and
-			// waitForRoom holds the fetch until there is room, so it
-			// cannot spin; waiting would leave free handlers idle for
-			// up to MinPollInterval per batch under a backlog.
-			if w.recv == nil && len(msgs) < n {
-				// The queue is probably drained: poll again after the
-				// minimum interval, as Functions does.
-				if !w.pause(ctx, w.cfg.MinPollInterval, nil) {
-					return nil
+		d, fetch, ok := w.work.next(id)
+		switch {
+		case !ok:
+			return
+		case fetch:
+			ds := w.fetch(ctx)
+			if !w.work.fetched(id, ds) {
+				// Run stopped while they were fetched.
+				for _, d := range ds {
+					w.abandon(d)
 				}
 			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, azq.ErrInvalidArgument) {
-				return fmt.Errorf("worker: fetching from the queue: %w", err)
-			}
-			w.stats.errors.Add(1)
-		}
-		if !w.pause(ctx, bo.failure(), err) {
-			return nil
+		default:
+			w.process(d, slot)
 		}
 	}
 }
 
-// waitForRoom waits until the messages in flight fall to the threshold and
-// returns how many more may start now. It returns false when ctx ends.
-func (w *Worker) waitForRoom(ctx context.Context) (int, bool) {
-	for {
-		if ctx.Err() != nil {
-			return 0, false
-		}
-		in := int(w.stats.inFlight.Load())
-		if in <= w.cfg.NewBatchThreshold {
-			return min(w.cfg.BatchSize, w.cfg.Concurrency-in), true
-		}
-		select {
-		case <-w.freed:
-		case <-ctx.Done():
-			return 0, false
+// fetch fetches one batch, after the pause that the last fetch called for,
+// and returns its deliveries, leased, for dispatch to queue. The caller
+// holds the fetch role, which serialises fetches and guards the back-off
+// state. On the way out it gives the batch back if Run stopped meanwhile.
+func (w *Worker) fetch(ctx context.Context) []*Delivery {
+	if ctx.Err() != nil {
+		return nil
+	}
+	if d := w.pauseNext; d > 0 {
+		w.pauseNext = 0
+		if !w.pause(ctx, d, w.pauseCause) {
+			return nil
 		}
 	}
+	n := min(w.cfg.BatchSize, w.cfg.Concurrency-int(w.stats.inFlight.Load()))
+	var msgs []azq.Message
+	var err error
+	if w.recv != nil {
+		msgs, err = w.recv.Receive(ctx, n, w.cfg.LeaseDuration)
+	} else {
+		msgs, err = w.q.Get(ctx, n, w.cfg.LeaseDuration)
+	}
+	if len(msgs) == 0 {
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && errors.Is(err, azq.ErrInvalidArgument):
+			// No retry would mend it: stop, and let Run report it.
+			w.fatal = fmt.Errorf("worker: fetching from the queue: %w", err)
+			w.stopRun()
+		default:
+			if err != nil {
+				w.stats.errors.Add(1)
+			}
+			w.pauseNext, w.pauseCause = w.backoff.failure(), err
+		}
+		return nil
+	}
+	w.stats.received.Add(uint64(len(msgs)))
+	w.stats.inFlight.Add(int64(len(msgs)))
+	w.emit(Event{Kind: EventFetched, N: len(msgs)})
+	ds := w.newDeliveries(msgs)
+	if ctx.Err() != nil {
+		// Stopping: do not start what there may be no time to finish;
+		// give it back at once.
+		for _, d := range ds {
+			w.release(d)
+		}
+		return nil
+	}
+	w.backoff.success()
+	// Functions waits its minimum interval after every batch with
+	// messages. After a full batch this fetches again as soon as there is
+	// room instead: more are probably waiting, and waiting would leave
+	// free handlers idle for up to MinPollInterval per batch under a
+	// backlog. After a partial batch the queue is probably drained: poll
+	// again after the minimum interval, as Functions does. A source that
+	// can block is waited on instead.
+	if w.recv == nil && len(msgs) < n {
+		w.pauseNext, w.pauseCause = w.cfg.MinPollInterval, nil
+	}
+	// Leases run from the fetch, so their renewals are scheduled now, for
+	// the whole batch at once.
+	w.leases.scheduleBatch(ds, w.cfg.LeaseDuration/2)
+	return ds
 }
 
 // pause waits d on the worker's clock, reporting why; false if ctx ended.

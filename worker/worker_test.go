@@ -553,22 +553,21 @@ func TestRunReturnsInvalidFetch(t *testing.T) {
 }
 
 // A delivery fetched before Run's context ended but not yet started when
-// the shutdown deadline passes (here: queued for a handler goroutine that is
-// still reporting its previous message) is released without running its
-// handler. Were it started, nothing would cancel it and Run would wait for
-// it with no deadline.
+// the shutdown deadline passes is released without running its handler.
+// Were it started, nothing would cancel it and Run would wait for it with
+// no deadline. Here "c" waits behind "b" in the goroutine that fetched
+// both, while the only other goroutine is still reporting "a".
 func TestDeliveryStartingAfterShutdownDeadlineIsReleased(t *testing.T) {
 	e := newEnv(t)
 	const grace = 5 * time.Second
 	a := e.put("a")
-	e.put("c")
 	finishA := make(chan struct{})
 	lateStart := make(chan struct{}, 1)
 	testOver := make(chan struct{})
 	t.Cleanup(func() { close(testOver) })
 	started := make(chan string, 2)
 	// The goroutine that handled "a" stays in its outcome report until the
-	// test lets it go: the slot is free, but the goroutine is not.
+	// test lets it go: its slot is free, but the goroutine is not.
 	report := make(chan struct{})
 	onEvent := func(ev Event) {
 		e.rec.on(ev)
@@ -582,8 +581,8 @@ func TestDeliveryStartingAfterShutdownDeadlineIsReleased(t *testing.T) {
 			started <- "a"
 			<-finishA
 			return nil
-		case "c":
-			started <- "c"
+		case "b":
+			started <- "b"
 			<-ctx.Done()
 			return ctx.Err()
 		default:
@@ -597,18 +596,21 @@ func TestDeliveryStartingAfterShutdownDeadlineIsReleased(t *testing.T) {
 	}, Options{BatchSize: 1, Concurrency: 2, NewBatchThreshold: 1, ShutdownTimeout: grace, OnEvent: onEvent})
 	r := start(w)
 	<-started
-	<-started
 	close(finishA)
 	e.rec.waitEvents(t, EventSucceeded, 1)
+	// One goroutine reports "a"; the other fetches "b", and "c" while
+	// there is room, then handles "b": "c" waits for a goroutine.
 	e.put("b")
-	e.rec.waitEvents(t, EventFetched, 3) // "b" waits for a handler goroutine
+	e.put("c")
+	e.rec.waitEvents(t, EventFetched, 3)
+	<-started
 	r.cancel()
 	if ev := e.rec.waitEvents(t, EventStopping, 1)[0]; ev.N != 2 {
 		t.Fatalf("stopping with %d in flight, want 2", ev.N)
 	}
 	e.mock.Add(grace)
-	// "c" released: the deadline passed and the running handlers were
-	// taken stock of. Only now may "b" reach a goroutine.
+	// "b" released: the deadline passed and the running handlers were
+	// taken stock of. Only now may "c" reach a goroutine.
 	e.rec.waitEvents(t, EventReleased, 1)
 	close(report)
 	guard, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard only

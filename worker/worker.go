@@ -33,7 +33,7 @@ type Worker struct {
 	ran   atomic.Bool
 
 	base   context.Context // Run's context without its cancellation
-	freed  chan struct{}   // a delivery settled; capacity 1, never blocks
+	freed  chan struct{}   // nothing left in flight; capacity 1, never blocks
 	work   dispatch        // to the handler goroutines
 	leases leases
 	// Run's stop, and the error to return, when a fetch fails for good.
@@ -428,10 +428,10 @@ func (w *Worker) release(d *Delivery) {
 
 // finish ends a delivery: it frees its slot, then reports the outcome.
 func (w *Worker) finish(d *Delivery, k EventKind, err error) {
-	// Only a fall to the threshold can let the fetch loop (or shutdown,
-	// which waits for zero) go on; waking it for every message cost a
-	// goroutine switch per message.
-	if w.stats.inFlight.Add(-1) <= int64(w.cfg.NewBatchThreshold) {
+	// Shutdown waits for none to be in flight; fetching needs no signal,
+	// as the goroutine calling finish goes back to dispatch, which fetches
+	// when in-flight work is at the threshold.
+	if w.stats.inFlight.Add(-1) == 0 {
 		select {
 		case w.freed <- struct{}{}:
 		default:

@@ -16,8 +16,10 @@ const helperDelay = 50 * time.Microsecond
 // messages itself, and other goroutines are woken to take them only when
 // they would otherwise wait: when the owner goes on fetching, or when
 // nothing has been taken for helperDelay because every running goroutine
-// is in a slow handler. A goroutine so woken takes one message per wake-up,
-// so that helpers are not left running beside a quick owner.
+// is in a slow handler. Those woken may take as many messages as were
+// waiting then (tickets), and no more, so that helpers do not linger beside
+// a quick owner.
+//
 // Handing each message to another goroutine cost a goroutine switch per
 // message, and even with hand-offs made rare, fetching on one core and
 // handling on another moved every message's memory between the cores:
@@ -57,9 +59,10 @@ func (q *dispatch) roomLocked() bool {
 	return q.w.stats.inFlight.Load() <= int64(q.w.cfg.NewBatchThreshold)
 }
 
-// next waits for something to do for goroutine id. It returns a message to handle, or
-// fetch=true if the caller now holds the fetch role and must fetch and then
-// call fetched, or ok=false once Run is stopping and nothing is left.
+// next waits for something for goroutine id to do. It returns a message to
+// handle, or fetch=true if the caller now holds the fetch role and must
+// fetch and then call fetched, or ok=false once Run is stopping and nothing
+// is left.
 // Fetching comes first, as in Functions, where the next batch is fetched as
 // soon as in-flight work falls to the threshold.
 func (q *dispatch) next(id int) (d *Delivery, fetch, ok bool) {

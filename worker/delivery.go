@@ -17,9 +17,9 @@ type Delivery struct {
 	// at the first renewal; the worker keeps the current one, so the
 	// handler never needs it. Content is the content at fetch time; see
 	// Content for the latest checkpoint. It points into the fetched batch
-	// rather than being copied, which halves what the worker allocates per
-	// message; the handler must not change it, as the worker deletes and
-	// renews by its ID.
+	// rather than being copied, which cut what the worker allocates per
+	// message by a third; the handler must not change it, as the worker
+	// deletes and renews by its ID.
 	Message *azq.Message
 
 	w *Worker

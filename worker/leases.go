@@ -62,7 +62,8 @@ func (l *leases) schedule(d *Delivery, after time.Duration) {
 
 // scheduleBatch schedules the first renewal of each delivery of a batch
 // just fetched, after from now. One lock and one reading of the clock serve
-// the batch, and each push is cheap: no renewal is due later.
+// the batch, and the batch is appended to the FIFO of first renewals: none
+// already there is due later.
 func (l *leases) scheduleBatch(ds []*Delivery, after time.Duration) {
 	if len(ds) == 0 {
 		return

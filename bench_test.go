@@ -2,10 +2,13 @@ package azq
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,6 +45,76 @@ func BenchmarkBaselineMap(b *testing.B) {
 		m[id] = payload16
 		delete(m, id)
 	}
+}
+
+// BenchmarkBaselineLockedMap is BenchmarkBaselineMap behind a mutex, taken
+// once for the insert and once for the delete, from one goroutine and from
+// 8 goroutines at once (per insert+delete, all goroutines together). It is
+// the simplest shared structure, so its parallel/serial ratio is what this
+// machine does to any data that every goroutine writes; compare
+// BenchmarkCycleParallel's ratio with it.
+func BenchmarkBaselineLockedMap(b *testing.B) {
+	type lockedMap struct {
+		mu sync.Mutex
+		m  map[MessageID]string
+		n  uint32
+	}
+	cycle := func(l *lockedMap) {
+		l.mu.Lock()
+		l.n++
+		var id MessageID
+		binary.LittleEndian.PutUint32(id[:], l.n)
+		l.m[id] = payload16
+		l.mu.Unlock()
+		l.mu.Lock()
+		delete(l.m, id)
+		l.mu.Unlock()
+	}
+	b.Run("goroutines=1", func(b *testing.B) {
+		l := &lockedMap{m: make(map[MessageID]string)}
+		for i := 0; i < b.N; i++ {
+			cycle(l)
+		}
+	})
+	b.Run("goroutines=8", func(b *testing.B) {
+		l := &lockedMap{m: make(map[MessageID]string)}
+		b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				cycle(l)
+			}
+		})
+	})
+}
+
+// BenchmarkBaselineHandoff is the time for a write by one goroutine to be
+// seen by another on a different core: two goroutines take turns
+// incrementing one atomic counter, spinning until it is their turn, and
+// ns/op is one turn. On a machine where this is longer than a whole queue
+// operation, no design that keeps one shared queue can gain from a second
+// core: every operation that runs on the other core than the one before
+// first waits this long for the queue's data.
+func BenchmarkBaselineHandoff(b *testing.B) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs GOMAXPROCS of at least 2")
+	}
+	var turn atomic.Int64
+	n := int64(b.N)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := int64(1); i < n; i += 2 {
+			for turn.Load() != i {
+			}
+			turn.Store(i + 1)
+		}
+	}()
+	for i := int64(0); i < n; i += 2 {
+		for turn.Load() != i {
+		}
+		turn.Store(i + 1)
+	}
+	<-done
 }
 
 // BenchmarkPut puts messages into a growing queue.

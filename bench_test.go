@@ -90,10 +90,10 @@ func BenchmarkBaselineLockedMap(b *testing.B) {
 // BenchmarkBaselineHandoff is the time for a write by one goroutine to be
 // seen by another on a different core: two goroutines take turns
 // incrementing one atomic counter, spinning until it is their turn, and
-// ns/op is one turn. On a machine where this is longer than a whole queue
-// operation, no design that keeps one shared queue can gain from a second
-// core: every operation that runs on the other core than the one before
-// first waits this long for the queue's data.
+// ns/op is one turn. An operation on a shared queue that runs on the other
+// core than the one before waits about this long for the queue's data, so
+// where this is near the cost of a whole queue operation, a second core
+// adds little to one shared queue.
 func BenchmarkBaselineHandoff(b *testing.B) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		b.Skip("needs GOMAXPROCS of at least 2")

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/azqlib/azq"
@@ -60,28 +59,19 @@ func (a Account) ConnectionString(queueEndpoint string) string {
 
 // keyBytes returns the decoded account keys. Keys that are not valid
 // base64 are skipped: a misconfigured key must make signatures fail, not
-// make the server panic. Every signed request needs them, so each key is
-// decoded once and remembered.
+// make the server panic. New decodes them once per account, as every
+// signed request needs them.
 func (a *Account) keyBytes() [][]byte {
 	out := make([][]byte, 0, len(a.Keys))
 	for _, k := range a.Keys {
-		if b, ok := decodedKeys.Load(k); ok {
-			out = append(out, b.([]byte))
-			continue
-		}
 		b, err := base64.StdEncoding.DecodeString(k)
 		if err != nil || len(b) == 0 {
 			continue
 		}
-		decodedKeys.Store(k, b)
 		out = append(out, b)
 	}
 	return out
 }
-
-// decodedKeys maps base64 account keys to their bytes. It holds only the
-// keys of configured accounts, so it stays as small as the configuration.
-var decodedKeys sync.Map
 
 // signatureMatches reports whether sig is the signature of one of the
 // candidate strings under one of the keys. Candidates exist because
@@ -111,6 +101,7 @@ func signatureMatches(keys [][]byte, candidates []string, sig string) bool {
 type authRequest struct {
 	r       *http.Request
 	account *Account
+	keys    [][]byte // account's keys, decoded (keyBytes)
 	// secondary is true when the request addressed "<account>-secondary"
 	// (host-style or path-style).
 	secondary bool

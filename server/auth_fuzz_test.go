@@ -92,7 +92,7 @@ func FuzzParseSAS(f *testing.F) {
 		for _, o := range fuzzOps {
 			for _, secondary := range []bool{false, true} {
 				err := authorize(authRequest{
-					r: fuzzRequest(o.path, query), account: &acct, secondary: secondary,
+					r: fuzzRequest(o.path, query), account: &acct, keys: acct.keyBytes(), secondary: secondary,
 					queue: o.queue, op: o.op, now: testNow, policy: fuzzPolicy,
 				})
 				checkAuthResult(t, err)
@@ -128,7 +128,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			r.Header["x-MS-weird"] = []string{query, path}
 			r.Header["Content-Length"] = []string{"0"}
 			err := authorize(authRequest{
-				r: r, account: &acct, secondary: strings.Contains(path, "-secondary"),
+				r: r, account: &acct, keys: acct.keyBytes(), secondary: strings.Contains(path, "-secondary"),
 				queue: o.queue, op: o.op, now: testNow, policy: fuzzPolicy,
 			})
 			if err == nil {

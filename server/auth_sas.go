@@ -126,7 +126,7 @@ func authorizeAccountSAS(a authRequest, f sasFields) error {
 		fields = append(fields, f.ses)
 	}
 	stringToSign := strings.Join(fields, "\n") + "\n"
-	if !signatureMatches(a.account.keyBytes(), []string{stringToSign}, f.sig) {
+	if !signatureMatches(a.keys, []string{stringToSign}, f.sig) {
 		return authFailed("Signature did not match. String to sign used was " + stringToSign)
 	}
 
@@ -234,7 +234,7 @@ func authorizeServiceSAS(a authRequest, f sasFields) error {
 	}
 
 	stringToSign := queueSASStringToSign(a.account.Name, a.queue, f)
-	if !signatureMatches(a.account.keyBytes(), []string{stringToSign}, f.sig) {
+	if !signatureMatches(a.keys, []string{stringToSign}, f.sig) {
 		return authFailed("Signature did not match. String to sign used was " + stringToSign)
 	}
 

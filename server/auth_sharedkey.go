@@ -56,7 +56,7 @@ func authorizeHeader(a authRequest) error {
 	} else {
 		candidates = sharedKeyStringsToSign(a)
 	}
-	if signatureMatches(a.account.keyBytes(), candidates, sig) {
+	if signatureMatches(a.keys, candidates, sig) {
 		return nil
 	}
 	return authFailed("The MAC signature found in the HTTP request '" + sig +

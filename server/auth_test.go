@@ -64,7 +64,7 @@ func newAuthRequest(method, target string, op operation, queue string) authReque
 	r := httptest.NewRequest(method, "http://127.0.0.1:10001"+target, nil)
 	r.RemoteAddr = "192.0.2.10:50000"
 	acct := DevelopmentAccount()
-	return authRequest{r: r, account: &acct, queue: queue, op: op, now: testNow}
+	return authRequest{r: r, account: &acct, keys: acct.keyBytes(), queue: queue, op: op, now: testNow}
 }
 
 // signSharedKey signs r as the documentation describes, for cases the SDK
@@ -228,7 +228,7 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if name != rec.account.Name {
 		err = errors.New("unknown account " + name)
 	} else {
-		err = authorize(authRequest{r: r, account: &rec.account, secondary: secondary, queue: queue, op: op, now: testNow})
+		err = authorize(authRequest{r: r, account: &rec.account, keys: rec.account.keyBytes(), secondary: secondary, queue: queue, op: op, now: testNow})
 	}
 	rec.mu.Lock()
 	rec.results[op] = append(rec.results[op], err)
@@ -559,6 +559,7 @@ func TestServiceSAS(t *testing.T) {
 		{name: "update", query: valid, op: opUpdateMessage},
 		{name: "second key", query: queueSAS(t, base, otherKey), op: opPeekMessages, mod: func(a *authRequest) {
 			a.account.Keys = []string{developmentAccountKey, otherKey}
+			a.keys = a.account.keyBytes()
 		}},
 		{name: "tampered signature", query: tamperSig(t, valid), op: opPeekMessages, code: "AuthenticationFailed", status: 403},
 		{name: "wrong key", query: queueSAS(t, base, otherKey), op: opPeekMessages, code: "AuthenticationFailed", status: 403},
@@ -900,6 +901,7 @@ func TestSharedKey(t *testing.T) {
 		{"invalid account key configured", func() authRequest {
 			a := sharedKeyRequest("GET", "/devstoreaccount1/myqueue?comp=metadata", opGetQueueMetadata, "myqueue", false, nil)
 			a.account.Keys = []string{"!!not base64!!", ""}
+			a.keys = a.account.keyBytes()
 			return a
 		}, "AuthenticationFailed", 403},
 		{"bearer", func() authRequest {

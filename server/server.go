@@ -56,6 +56,7 @@ type Server struct {
 // service.
 type accountState struct {
 	acct  Account
+	keys  [][]byte // acct.Keys, decoded
 	svc   *azq.Service
 	clock clock.Clock
 
@@ -83,7 +84,7 @@ func New(opts Options) *Server {
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
 		svc := azq.NewService(azq.WithClock(c))
-		s.accounts[a.Name] = &accountState{acct: a, svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		s.accounts[a.Name] = &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
 	}
 	return s
 }
@@ -202,7 +203,7 @@ func (q *request) serve() {
 		return
 	}
 	if err := authorize(authRequest{
-		r: q.r, account: &q.acct.acct, secondary: q.secondary, queue: q.queue,
+		r: q.r, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
 		op: q.op, now: q.now, policy: q.acct.policy, allowAnonymous: q.s.anon,
 	}); err != nil {
 		if e, ok := err.(*azq.Error); ok && e.StatusCode == http.StatusUnauthorized {

@@ -29,6 +29,26 @@ const (
 	CodeInvalidInput                  ErrorCode = "InvalidInput"
 )
 
+// Error codes that azq itself never produces but a remote queue service
+// may answer with; the sentinels below match them too.
+const (
+	// CodePopReceiptMismatch is Azurite's answer (400) for a pop receipt
+	// that is not the message's current one, where Azure answers
+	// MessageNotFound. It matches ErrMessageNotFound.
+	CodePopReceiptMismatch ErrorCode = "PopReceiptMismatch"
+	// CodeMessageTooLarge is the documented (400) code for an oversized
+	// message; the service answers RequestBodyTooLarge in practice. It
+	// matches ErrMessageTooLarge.
+	CodeMessageTooLarge ErrorCode = "MessageTooLarge"
+	// CodeQueueBeingDeleted (409) answers an operation on a queue that
+	// is being deleted, for a while after Delete Queue. It matches no
+	// sentinel: the queue is neither there nor creatable yet.
+	CodeQueueBeingDeleted ErrorCode = "QueueBeingDeleted"
+	// CodeQueueDisabled (409) answers an operation on a queue disabled
+	// by the administrator. It matches no sentinel.
+	CodeQueueDisabled ErrorCode = "QueueDisabled"
+)
+
 // Detail is one extra element of an Azure error response, such as
 // QueryParameterName or MaxLimit. Details keep their order so that the
 // REST front end writes them as the service does.
@@ -44,6 +64,14 @@ type Detail struct {
 // Compare errors with errors.Is against the Err… values of this package:
 // errors.Is(err, azq.ErrMessageNotFound) is true for every Error that
 // reports a missing message, whatever its message text or details.
+//
+// An Error built outside this package, such as a client of a remote queue
+// service builds from a REST response, matches the same sentinels by its
+// Code (and, for codes azq does not know, its StatusCode): an Error with
+// Code "MessageNotFound" or "PopReceiptMismatch" is ErrMessageNotFound,
+// one with Code "QueueNotFound" is ErrQueueNotFound, and any other 400 is
+// ErrInvalidArgument. So code that checks errors.Is works the same against
+// every back end.
 type Error struct {
 	// Code is the Azure error code, e.g. CodeMessageNotFound.
 	Code ErrorCode
@@ -56,7 +84,8 @@ type Error struct {
 
 	// kind is the sentinel this error is an instance of, if any. Is walks
 	// the chain, so an invalid pop receipt is both ErrInvalidPopReceipt
-	// and, more generally, ErrInvalidArgument.
+	// and, more generally, ErrInvalidArgument. An Error built outside the
+	// package has none; Is derives it from the code instead (kindOf).
 	kind *Error
 }
 
@@ -75,15 +104,40 @@ func (e *Error) Error() string {
 // instance of. It makes errors.Is(err, azq.ErrMessageNotFound) work.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	if !ok {
+	if !ok || t == nil {
 		return false
 	}
-	for k := e; k != nil; k = k.kind {
+	if e == t {
+		return true
+	}
+	for k := e.kindOf(); k != nil; k = k.kind {
 		if k == t {
 			return true
 		}
 	}
 	return false
+}
+
+// kindOf returns the sentinel e is an instance of: the one it was made
+// from, or for an Error built outside the package, the one its code
+// (else its status) names. A sentinel without a kind of its own names
+// itself this way, which ends the walk in Is as well.
+func (e *Error) kindOf() *Error {
+	if e.kind != nil {
+		return e.kind
+	}
+	if k, ok := kindByCode[e.Code]; ok {
+		if k == ErrInvalidArgument {
+			if p, _ := e.Detail("QueryParameterName"); p == "popreceipt" {
+				return ErrInvalidPopReceipt
+			}
+		}
+		return k
+	}
+	if e.StatusCode == http.StatusBadRequest {
+		return ErrInvalidArgument
+	}
+	return nil
 }
 
 // Detail returns the value of the named detail element and whether it is
@@ -173,3 +227,28 @@ var (
 	ErrInvalidAccessPolicy = &Error{Code: CodeInvalidXMLDocument, StatusCode: http.StatusBadRequest,
 		Message: "the access policy is invalid", kind: ErrInvalidArgument}
 )
+
+// kindByCode maps the Azure error codes a queue service answers with to
+// the sentinel an Error with that code matches. Codes the core produces
+// map to the sentinel it produces them for; the rest are the codes a
+// remote service or an emulator uses for the same conditions. A code not
+// listed here matches by status: any other 400 is ErrInvalidArgument.
+//
+// OutOfRangeInput and InvalidXmlDocument stay generic (ErrInvalidArgument):
+// a remote service uses them for more than the queue-name length and the
+// ACL body that azq uses them for.
+var kindByCode = map[ErrorCode]*Error{
+	CodeMessageNotFound:               ErrMessageNotFound,
+	CodePopReceiptMismatch:            ErrMessageNotFound,
+	CodeQueueNotFound:                 ErrQueueNotFound,
+	CodeQueueAlreadyExists:            ErrQueueAlreadyExists,
+	CodeRequestBodyTooLarge:           ErrMessageTooLarge,
+	CodeMessageTooLarge:               ErrMessageTooLarge,
+	CodeInvalidQueryParameterValue:    ErrInvalidArgument,
+	CodeOutOfRangeQueryParameterValue: ErrOutOfRange,
+	CodeInvalidResourceName:           ErrInvalidQueueName,
+	CodeInvalidMetadata:               ErrInvalidMetadata,
+	CodeEmptyMetadataKey:              ErrInvalidMetadata,
+	CodeMetadataTooLarge:              ErrInvalidMetadata,
+	CodeInvalidMarker:                 ErrInvalidMarker,
+}

@@ -26,7 +26,8 @@ func checkAzqErr(t *testing.T, what string, err error, sentinel *azq.Error, code
 // FuzzParsePopReceipt: ParsePopReceipt never panics; text it accepts is
 // exactly the String of the receipt it returns (so the text form is
 // canonical and round-trips), and text it refuses gives ErrInvalidPopReceipt
-// with Azure's InvalidQueryParameterValue and the zero receipt.
+// with Azure's InvalidQueryParameterValue and the zero receipt, while
+// UnmarshalText keeps that text as a remote receipt.
 func FuzzParsePopReceipt(f *testing.F) {
 	for _, s := range []string{
 		"",
@@ -53,9 +54,15 @@ func FuzzParsePopReceipt(f *testing.F) {
 			if !r.IsZero() {
 				t.Fatalf("ParsePopReceipt(%q) failed but returned a receipt", s)
 			}
+			// What is not azq's own receipt is kept as a remote one,
+			// unchanged, so that a remote service's receipt round-trips.
 			var u azq.PopReceipt
-			if u.UnmarshalText([]byte(s)) == nil {
-				t.Fatalf("UnmarshalText(%q) accepts what ParsePopReceipt refuses", s)
+			if err := u.UnmarshalText([]byte(s)); err != nil {
+				t.Fatalf("UnmarshalText(%q) = %v", s, err)
+			}
+			if u.String() != s || u.IsRemote() != (s != "") || u.IsZero() != (s == "") {
+				t.Fatalf("UnmarshalText(%q) gave %q (remote %v, zero %v); want the text kept as a remote receipt",
+					s, u.String(), u.IsRemote(), u.IsZero())
 			}
 			return
 		}

@@ -272,7 +272,9 @@ func (q *Queue) find(id MessageID, r PopReceipt) (uint32, *node, error) {
 	}
 	slot := r.slot()
 	n := q.store.lookup(slot)
-	if n == nil || n.id != id || n.version != r.version() || n.tag != r.tag() {
+	// A remote receipt has a zero slot part, so it fails here as any
+	// receipt that is not the message's current one does.
+	if n == nil || r.remote != "" || n.id != id || n.version != r.version() || n.tag != r.tag() {
 		return 0, nil, newError(ErrMessageNotFound, "",
 			"the message "+id.String()+" does not exist, or the pop receipt is no longer its current one")
 	}

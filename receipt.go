@@ -29,17 +29,43 @@ const (
 // consumer of a message. Put, Get and Update issue one; Update and Delete
 // require the current one. The zero PopReceipt is never valid.
 //
-// A PopReceipt is a small comparable value, so issuing one allocates
-// nothing. Its String form is what the REST API sends; ParsePopReceipt reads
-// it back.
+// A receipt is either azq's own, issued by an in-memory Queue, or remote:
+// the text a remote queue service issued (Azure's receipts are 28
+// characters of base64), carried unchanged by RemotePopReceipt so that a
+// client of that service can hand it back. An in-memory Queue answers a
+// remote receipt with ErrMessageNotFound, as it answers any receipt that is
+// not its message's current one.
+//
+// A PopReceipt is a small comparable value, so issuing one of azq's own
+// allocates nothing. Its String form is what the REST API sends;
+// ParsePopReceipt reads azq's own back, and UnmarshalText reads either.
 type PopReceipt struct {
 	b [receiptLen]byte
+	// remote is the text of a receipt another service issued; b is zero
+	// then.
+	remote string
 }
 
-// String returns the receipt's text form, 24 characters of standard base64.
-// The zero receipt's text is empty.
+// RemotePopReceipt returns a receipt that carries text, a pop receipt
+// issued by a remote queue service, unchanged: its String is text. The text
+// is opaque to azq and not checked; the service that issued it judges it.
+// Empty text gives the zero receipt.
+func RemotePopReceipt(text string) PopReceipt {
+	return PopReceipt{remote: text}
+}
+
+// IsRemote reports whether r carries a receipt that a remote service
+// issued (RemotePopReceipt) rather than one of an in-memory Queue.
+func (r PopReceipt) IsRemote() bool { return r.remote != "" }
+
+// String returns the receipt's text form: for azq's own receipts 24
+// characters of standard base64, for a remote one the text it carries. The
+// zero receipt's text is empty.
 func (r PopReceipt) String() string {
-	if r.IsZero() {
+	switch {
+	case r.remote != "":
+		return r.remote
+	case r.IsZero():
 		return ""
 	}
 	return base64.StdEncoding.EncodeToString(r.b[:])
@@ -51,22 +77,27 @@ func (r PopReceipt) IsZero() bool { return r == PopReceipt{} }
 // MarshalText encodes the receipt's text form.
 func (r PopReceipt) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
-// UnmarshalText decodes a receipt written by MarshalText or String.
+// UnmarshalText decodes a receipt written by MarshalText or String, azq's
+// own or remote: text in azq's format gives azq's receipt, any other text a
+// remote one (RemotePopReceipt), so that a receipt kept as JSON or in a
+// database round-trips whichever back end issued it. It never fails.
 func (r *PopReceipt) UnmarshalText(b []byte) error {
-	p, err := ParsePopReceipt(string(b))
-	if err != nil {
-		return err
+	if p, err := ParsePopReceipt(string(b)); err == nil {
+		*r = p
+		return nil
 	}
-	*r = p
+	*r = RemotePopReceipt(string(b))
 	return nil
 }
 
-// ParsePopReceipt reads the text form of a receipt. Text that azq could not
-// have issued (wrong length, not base64, unknown format) gives
+// ParsePopReceipt reads the text form of one of azq's own receipts, as the
+// REST front end does for the in-memory queues it serves. Text that azq
+// could not have issued (wrong length, not base64, unknown format) gives
 // ErrInvalidPopReceipt, Azure's 400 InvalidQueryParameterValue with the
 // reason "invalid pop receipt format". A well-formed receipt that is stale
 // or forged parses fine and is refused later with ErrMessageNotFound, as
-// Azure refuses it.
+// Azure refuses it. A client of a remote service wraps that service's
+// receipts with RemotePopReceipt instead.
 func ParsePopReceipt(s string) (PopReceipt, error) {
 	var r PopReceipt
 	var buf [18]byte // DecodedLen(24) is 18; the padding leaves 17 bytes

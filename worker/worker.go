@@ -498,11 +498,11 @@ func (w *Worker) abandon(d *Delivery) {
 // isGone reports whether err says the message is no longer ours, so that
 // its lease is lost and there is nothing left to delete: the message is
 // gone (Azure's 404 MessageNotFound for a stale receipt, or the 400
-// PopReceiptMismatch that some services and emulators answer instead), or
-// its queue is (QueueNotFound; QueueBeingDeleted and QueueDisabled from the
-// service). Functions stops renewing on the same codes and ignores them on
-// delete. Codes are matched as well as azq's sentinels, so that an error
-// built by a remote source's client counts too.
+// PopReceiptMismatch that some services and emulators answer instead; both
+// match azq.ErrMessageNotFound), or its queue is (QueueNotFound; and
+// QueueBeingDeleted or QueueDisabled from the service, which match no
+// sentinel). Functions stops renewing on the same codes and ignores them on
+// delete. An error built by a remote source's client matches by its code.
 func isGone(err error) bool {
 	if errors.Is(err, azq.ErrMessageNotFound) || errors.Is(err, azq.ErrQueueNotFound) {
 		return true
@@ -511,9 +511,5 @@ func isGone(err error) bool {
 	if !errors.As(err, &ae) {
 		return false
 	}
-	switch ae.Code {
-	case azq.CodeMessageNotFound, azq.CodeQueueNotFound, "PopReceiptMismatch", "QueueBeingDeleted", "QueueDisabled":
-		return true
-	}
-	return false
+	return ae.Code == azq.CodeQueueBeingDeleted || ae.Code == azq.CodeQueueDisabled
 }

@@ -1,7 +1,6 @@
 package azq
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -98,41 +97,4 @@ func WithClock(c clock.Clock) Option {
 // WithLimits replaces Azure's limits; zero fields keep Azure's values.
 func WithLimits(l Limits) Option {
 	return func(cfg *config) { cfg.limits = l }
-}
-
-// outOfRange builds Azure's OutOfRangeQueryParameterValue error for a
-// duration parameter, with its bounds in seconds as Azure writes them.
-// A zero max means "no upper bound" and is left out.
-func outOfRange(param string, v, min, max time.Duration) error {
-	d := []Detail{
-		{"QueryParameterName", param},
-		{"QueryParameterValue", seconds(v)},
-		{"MinimumAllowed", seconds(min)},
-	}
-	if max > 0 {
-		d = append(d, Detail{"MaximumAllowed", seconds(max)})
-	}
-	return newError(ErrOutOfRange, "", "the value of "+param+" is out of range", d...)
-}
-
-// outOfRangeInt is outOfRange for a count parameter.
-func outOfRangeInt(param string, v, min, max int) error {
-	return newError(ErrOutOfRange, "", "the value of "+param+" is out of range",
-		Detail{"QueryParameterName", param},
-		Detail{"QueryParameterValue", strconv.Itoa(v)},
-		Detail{"MinimumAllowed", strconv.Itoa(min)},
-		Detail{"MaximumAllowed", strconv.Itoa(max)})
-}
-
-// seconds writes d as Azure's parameters do, in whole seconds; a
-// sub-second value, possible only with custom limits, keeps its fraction.
-// NeverExpires is -1, its value on the wire.
-func seconds(d time.Duration) string {
-	if d == NeverExpires {
-		return "-1"
-	}
-	if d%time.Second == 0 {
-		return strconv.FormatInt(int64(d/time.Second), 10)
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }

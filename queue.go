@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -63,10 +62,10 @@ func newQueue(name string, cfg config, metadata map[string]string) *Queue {
 		clock:    cfg.clock,
 		limits:   cfg.limits,
 		real:     cfg.realTime,
-		vis:      newVisIndex(),
 		rng:      rand.NewChaCha8(seed),
 		metadata: metadata,
 	}
+	q.vis = newVisIndex(&q.store)
 	q.mock, _ = cfg.clock.(*clock.Mock)
 	return q
 }
@@ -132,23 +131,10 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	if opts != nil {
 		o = *opts
 	}
-	if err := q.checkContent(content); err != nil {
-		return Message{}, err
-	}
-	ttl, err := q.limits.checkTimeToLive(o.TimeToLive)
+	ttl, err := q.limits.checkPut(content, &o)
 	if err != nil {
 		return Message{}, err
 	}
-	if err := checkVisibility(o.VisibilityTimeout, 0, q.limits.MaxVisibilityTimeout); err != nil {
-		return Message{}, err
-	}
-	if ttl != NeverExpires && o.VisibilityTimeout >= ttl {
-		return Message{}, newError(ErrInvalidArgument, "", "the visibility timeout must be shorter than the time-to-live",
-			Detail{"QueryParameterName", "visibilitytimeout"},
-			Detail{"QueryParameterValue", seconds(o.VisibilityTimeout)},
-			Detail{"Reason", "messagettl must be greater than visibilitytimeout"})
-	}
-
 	now := q.now()
 	if err := q.lock(ctx, now); err != nil {
 		return Message{}, err
@@ -169,28 +155,13 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	}
 	n.seq = q.seq
 	n.tag = q.rng.Uint64()
-	q.visAdd(slot, n, true)
+	q.vis.add(slot, n, true)
 	q.count++
 	m := n.message()
 	m.PopReceipt = newReceipt(slot, n.version, n.tag)
 	q.visibleSoon(n.visible, now)
 	q.mu.Unlock()
 	return m, nil
-}
-
-func (q *Queue) checkContent(content string) error {
-	if len(content) > q.limits.MaxMessageSize {
-		return newError(ErrMessageTooLarge, "", "the message content is larger than the limit",
-			Detail{"MaxLimit", strconv.Itoa(q.limits.MaxMessageSize)})
-	}
-	return nil
-}
-
-func (q *Queue) checkGet(n int, visibility time.Duration) error {
-	if n < 1 || n > q.limits.MaxMessagesPerGet {
-		return outOfRangeInt("numofmessages", n, 1, q.limits.MaxMessagesPerGet)
-	}
-	return checkVisibility(visibility, q.limits.MinGetVisibilityTimeout, q.limits.MaxVisibilityTimeout)
 }
 
 // Get takes up to n visible messages (1 to 32) off the front of the queue
@@ -200,7 +171,7 @@ func (q *Queue) checkGet(n int, visibility time.Duration) error {
 // increased by one. Get returns an empty slice, not an error, when nothing
 // is visible; Receive waits instead.
 func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]Message, error) {
-	if err := q.checkGet(n, visibility); err != nil {
+	if err := q.limits.checkGet(n, visibility); err != nil {
 		return nil, err
 	}
 	now := q.now()
@@ -217,21 +188,21 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
 	var msgs []Message
 	hidden := addNanos(now, visibility)
 	for len(msgs) < n {
-		slot, at, src, ok := q.visFront()
+		slot, at, src, ok := q.vis.front()
 		if !ok || at > now {
 			break
 		}
 		if msgs == nil {
 			msgs = make([]Message, 0, min(n, q.count))
 		}
-		q.visPopFront(src)
+		q.vis.popFront(src)
 		nd := q.store.at(slot)
 		nd.visible = hidden
 		nd.dequeues++
 		nd.version++
 		nd.tag = q.rng.Uint64()
 		// hidden > now, so the message is not met again in this loop.
-		q.visAdd(slot, nd, false)
+		q.vis.add(slot, nd, false)
 		m := nd.message()
 		m.PopReceipt = newReceipt(slot, nd.version, nd.tag)
 		msgs = append(msgs, m)
@@ -245,15 +216,15 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
 // Peek returns up to n visible messages (1 to 32) without changing
 // anything: no receipt, no change of visibility or DequeueCount.
 func (q *Queue) Peek(ctx context.Context, n int) ([]Message, error) {
-	if n < 1 || n > q.limits.MaxMessagesPerGet {
-		return nil, outOfRangeInt("numofmessages", n, 1, q.limits.MaxMessagesPerGet)
+	if err := q.limits.checkCount(n); err != nil {
+		return nil, err
 	}
 	now := q.now()
 	if err := q.lock(ctx, now); err != nil {
 		return nil, err
 	}
 	msgs := []Message{}
-	q.visScan(now, func(slot uint32) bool {
+	q.vis.scan(now, func(slot uint32) bool {
 		if len(msgs) == 0 {
 			msgs = make([]Message, 0, min(n, q.count))
 		}
@@ -296,7 +267,7 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 		q.mu.Unlock()
 		return err
 	}
-	q.visRemove(n)
+	q.vis.remove(n)
 	q.forgetExpiry(n)
 	q.store.release(slot)
 	q.count--
@@ -313,13 +284,8 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 // can resume. DequeueCount and the expiration time do not change; a
 // visibility past the expiration time is allowed, and expiry wins.
 func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, visibility time.Duration, content *string) (UpdateResult, error) {
-	if err := checkVisibility(visibility, 0, q.limits.MaxVisibilityTimeout); err != nil {
+	if err := q.limits.checkUpdate(visibility, content); err != nil {
 		return UpdateResult{}, err
-	}
-	if content != nil {
-		if err := q.checkContent(*content); err != nil {
-			return UpdateResult{}, err
-		}
 	}
 	now := q.now()
 	if err := q.lock(ctx, now); err != nil {
@@ -330,10 +296,10 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 		q.mu.Unlock()
 		return UpdateResult{}, err
 	}
-	q.visRemove(n)
+	q.vis.remove(n)
 	n.visible = addNanos(now, visibility)
 	n.version++
-	q.visAdd(slot, n, false)
+	q.vis.add(slot, n, false)
 	if content != nil {
 		n.content = *content
 	}

@@ -949,7 +949,7 @@ func checkIndexes(q *Queue) error {
 		dead := 0
 		for i := 0; i < r.n; i++ {
 			e := r.at(i)
-			if !q.ringLive(e) {
+			if !q.vis.live(e) {
 				dead++
 				continue
 			}
@@ -958,7 +958,7 @@ func checkIndexes(q *Queue) error {
 				return fmt.Errorf("message %d is in ring %d, belongs in ring %d", n.seq, ri, ringOf(n))
 			}
 			if i > 0 {
-				if p := r.at(i - 1); q.ringLive(p) && !q.store.at(p.slot).before(visItem{at: q.store.at(e.slot).visible, seq: e.seq}) {
+				if p := r.at(i - 1); q.vis.live(p) && !q.store.at(p.slot).before(visItem{at: q.store.at(e.slot).visible, seq: e.seq}) {
 					return fmt.Errorf("ring %d out of order at entry %d", ri, i)
 				}
 			}

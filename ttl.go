@@ -136,7 +136,7 @@ func (q *Queue) purgeExpired(now int64) {
 			continue
 		}
 		n := q.store.at(e.slot)
-		q.visRemove(n)
+		q.vis.remove(n)
 		q.store.release(e.slot)
 		q.count--
 	}
@@ -159,28 +159,5 @@ func (q *Queue) compactLazy() {
 	if h := &q.expiry; h.stale > 1024 && h.stale > len(h.items)/2 {
 		h.compact(q.expiryLive)
 	}
-	for i := range q.vis.rings {
-		if r := &q.vis.rings[i]; r.dead > 1024 && r.dead > r.n/2 {
-			q.compactRing(r)
-		}
-	}
-}
-
-// checkTimeToLive validates a time-to-live from PutOptions and returns the
-// effective one (zero means the default; NeverExpires means never).
-func (l *Limits) checkTimeToLive(ttl time.Duration) (time.Duration, error) {
-	switch {
-	case ttl == 0:
-		return l.DefaultTimeToLive, nil
-	case ttl == NeverExpires:
-		if l.MaxTimeToLive > 0 {
-			return 0, outOfRange("messagettl", ttl, time.Second, l.MaxTimeToLive)
-		}
-		return NeverExpires, nil
-	case ttl < 0:
-		return 0, outOfRange("messagettl", ttl, -1, l.MaxTimeToLive)
-	case l.MaxTimeToLive > 0 && ttl > l.MaxTimeToLive:
-		return 0, outOfRange("messagettl", ttl, time.Second, l.MaxTimeToLive)
-	}
-	return ttl, nil
+	q.vis.compactDead()
 }

@@ -1,7 +1,6 @@
 package azq
 
 import (
-	"context"
 	"math"
 	"time"
 
@@ -84,21 +83,38 @@ const (
 	inTree    = 2
 )
 
+// visIndex is the visibility index of one queue. It reads the queue's
+// slot store, which it never changes, to tell live ring entries from dead
+// ones; the queue's lock guards both.
 type visIndex struct {
 	tree  *btree.BTreeG[visItem]
-	rings [2]ring // ringNow and ringLater
+	rings [2]ring    // ringNow and ringLater
+	store *slotStore // the messages the entries name
 }
 
-func newVisIndex() visIndex {
+func newVisIndex(store *slotStore) visIndex {
 	t := btree.NewBTreeGOptions(visLess, btree.Options{NoLocks: true, Degree: 32})
 	t.Set(visSentinel)
-	return visIndex{tree: t}
+	return visIndex{tree: t, store: store}
 }
 
+// reset empties the index, keeping its tree's memory.
 func (v *visIndex) reset() {
 	v.tree.Clear()
 	v.tree.Set(visSentinel)
-	*v = visIndex{tree: v.tree}
+	*v = visIndex{tree: v.tree, store: v.store}
+}
+
+// compactDead compacts each ring once its dead entries outnumber the
+// live ones, which bounds it to about twice its live size at an amortized
+// O(1) cost per removal. Call it after a change that removed something,
+// when every dead entry is dead.
+func (v *visIndex) compactDead() {
+	for i := range v.rings {
+		if r := &v.rings[i]; r.dead > 1024 && r.dead > r.n/2 {
+			v.compactRing(r)
+		}
+	}
 }
 
 // entries returns the number of ring entries, alive or dead.
@@ -113,16 +129,16 @@ func ringOf(n *node) int {
 	return ringLater
 }
 
-// visAdd indexes the message n in slot at n.visible. fromPut says Put has
+// add indexes the message n in slot at n.visible. fromPut says Put has
 // just stored n, which lets it use a ring.
-func (q *Queue) visAdd(slot uint32, n *node, fromPut bool) {
+func (v *visIndex) add(slot uint32, n *node, fromPut bool) {
 	if fromPut {
-		if r := &q.vis.rings[ringOf(n)]; n.visible >= r.tail {
+		if r := &v.rings[ringOf(n)]; n.visible >= r.tail {
 			r.push(ringEntry{seq: n.seq, slot: slot}, n.visible)
 			return
 		}
 	}
-	q.vis.tree.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
+	v.tree.Set(visItem{at: n.visible, seq: n.seq, slot: slot})
 }
 
 func (r *ring) push(e ringEntry, at int64) {
@@ -153,30 +169,29 @@ func (r *ring) pop() {
 	r.n--
 }
 
-// visRemove takes n out of the index before n's slot is freed or n's
+// remove takes n out of the index before n's slot is freed or n's
 // visible time or version changes.
-func (q *Queue) visRemove(n *node) {
-	v := &q.vis
+func (v *visIndex) remove(n *node) {
 	if _, ok := v.tree.Delete(visItem{at: n.visible, seq: n.seq}); ok || n.version != 0 {
 		return
 	}
 	// Not in the tree, so in a ring: its entry dies with this change.
-	// Compaction waits for compactLazy, after the change is made, so that
+	// Compaction waits for compactDead, after the change is made, so that
 	// it does not keep the dying entry while counting it as dead.
 	v.rings[ringOf(n)].dead++
 }
 
-// ringLive reports whether e still names a message that sits in a ring.
-func (q *Queue) ringLive(e ringEntry) bool {
-	n := q.store.at(e.slot)
+// live reports whether e still names a message that sits in a ring.
+func (v *visIndex) live(e ringEntry) bool {
+	n := v.store.at(e.slot)
 	return n.seq == e.seq && n.version == 0
 }
 
 // compactRing drops the dead entries of r in place, keeping the order.
-func (q *Queue) compactRing(r *ring) {
+func (v *visIndex) compactRing(r *ring) {
 	kept := 0
 	for i := 0; i < r.n; i++ {
-		if e := r.at(i); q.ringLive(e) {
+		if e := r.at(i); v.live(e) {
 			r.entries[(r.head+kept)&(len(r.entries)-1)] = e
 			kept++
 		}
@@ -186,11 +201,11 @@ func (q *Queue) compactRing(r *ring) {
 
 // ringFront drops the dead entries at the front of r and returns the node
 // of the live front entry, or nil if r holds none.
-func (q *Queue) ringFront(r *ring) (ringEntry, *node) {
+func (v *visIndex) ringFront(r *ring) (ringEntry, *node) {
 	for r.n > 0 {
 		e := r.at(0)
-		if q.ringLive(e) {
-			return e, q.store.at(e.slot)
+		if v.live(e) {
+			return e, v.store.at(e.slot)
 		}
 		r.pop()
 		r.dead--
@@ -198,15 +213,15 @@ func (q *Queue) ringFront(r *ring) (ringEntry, *node) {
 	return ringEntry{}, nil
 }
 
-// visFront returns the first message in index order, visible or not: its
+// front returns the first message in index order, visible or not: its
 // slot and next-visible time, and which source holds it. ok is false when
 // the queue is empty.
-func (q *Queue) visFront() (slot uint32, at int64, src int, ok bool) {
-	t, _ := q.vis.tree.Min() // never empty: the sentinel is there
+func (v *visIndex) front() (slot uint32, at int64, src int, ok bool) {
+	t, _ := v.tree.Min() // never empty: the sentinel is there
 	slot, at, src = t.slot, t.at, inTree
 	front := t
-	for i := range q.vis.rings {
-		if e, n := q.ringFront(&q.vis.rings[i]); n != nil && n.before(front) {
+	for i := range v.rings {
+		if e, n := v.ringFront(&v.rings[i]); n != nil && n.before(front) {
 			slot, at, src = e.slot, n.visible, i
 			front = visItem{at: n.visible, seq: n.seq}
 		}
@@ -217,27 +232,26 @@ func (q *Queue) visFront() (slot uint32, at int64, src int, ok bool) {
 	return slot, at, src, true
 }
 
-// visPopFront removes the entry visFront returned from src.
-func (q *Queue) visPopFront(src int) {
+// popFront removes the entry front returned from src.
+func (v *visIndex) popFront(src int) {
 	if src == inTree {
-		q.vis.tree.PopMin()
+		v.tree.PopMin()
 		return
 	}
-	q.vis.rings[src].pop()
+	v.rings[src].pop()
 }
 
-// visScan calls f for messages in index order while their next-visible time
+// scan calls f for messages in index order while their next-visible time
 // is at most now and f returns true. It changes nothing, not even dead
 // ring entries, so Peek can use it.
-func (q *Queue) visScan(now int64, f func(slot uint32) bool) {
-	v := &q.vis
+func (v *visIndex) scan(now int64, f func(slot uint32) bool) {
 	var pos [2]int // next entry of each ring
 	// ringNext returns the node of ring i's next live entry, or nil.
 	ringNext := func(i int) *node {
 		r := &v.rings[i]
 		for ; pos[i] < r.n; pos[i]++ {
-			if e := r.at(pos[i]); q.ringLive(e) {
-				return q.store.at(e.slot)
+			if e := r.at(pos[i]); v.live(e) {
+				return v.store.at(e.slot)
 			}
 		}
 		return nil
@@ -264,157 +278,4 @@ func (q *Queue) visScan(now int64, f func(slot uint32) bool) {
 			pos[src]++
 		}
 	}
-}
-
-// checkVisibility validates a visibility timeout against [min, max].
-func checkVisibility(v, min, max time.Duration) error {
-	if v < min || v > max {
-		return outOfRange("visibilitytimeout", v, min, max)
-	}
-	return nil
-}
-
-// Receive is Get that waits: it returns as soon as at least one message is
-// visible, taking up to n of them with the given visibility timeout, or
-// returns ctx.Err() when ctx ends. It does not poll: waiting calls sleep
-// until the queue's one timer, armed on the queue's clock for the earliest
-// next-visible time, fires, or until a Put or Update makes a message
-// visible. With a mock clock it returns at exactly the mock instant at
-// which a message becomes visible.
-func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([]Message, error) {
-	if err := q.checkGet(n, visibility); err != nil {
-		return nil, err
-	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		now := q.now()
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return nil, q.closedErr()
-		}
-		q.purgeExpired(now)
-		if msgs := q.get(now, n, visibility); len(msgs) > 0 {
-			q.mu.Unlock()
-			return msgs, nil
-		}
-		// Nothing visible: wait for the earliest next-visible time or for a
-		// Put or Update, whichever comes first. Taking the wake channel
-		// under the lock means no Put after this point can go unnoticed.
-		wake := q.wakeChan()
-		if _, next, _, ok := q.visFront(); ok {
-			q.wakeAt(next)
-		}
-		q.waiters++
-		q.mu.Unlock()
-
-		select {
-		case <-ctx.Done():
-		case <-wake:
-		}
-		q.unwait()
-	}
-}
-
-// wakeChan returns the channel that the next Put or Update closes. The
-// channel is made only when someone waits, so Put allocates nothing for it
-// otherwise. q.mu must be held.
-func (q *Queue) wakeChan() chan struct{} {
-	if q.wake == nil {
-		q.wake = make(chan struct{})
-	}
-	return q.wake
-}
-
-// wakeWaiters wakes every Receive waiting on the queue. q.mu must be held.
-// Every waiter re-checks the queue and re-arms the timer, so waking is
-// always safe; it happens when a message may have become visible sooner.
-func (q *Queue) wakeWaiters() {
-	if q.wake != nil {
-		close(q.wake)
-		q.wake = nil
-	}
-}
-
-// wakeAt makes sure that waiting Receive calls are woken by the time at
-// (Unix nanoseconds), when a message becomes visible. q.mu must be held.
-//
-// One timer serves the whole queue, however many calls wait: each of them
-// arming its own would fire a herd of timers for every message that becomes
-// visible, and a mock clock, which pauses after every timer it fires, would
-// crawl. A timer armed for a later time is moved earlier; one armed earlier
-// already serves, since the waiters it wakes look again and re-arm.
-func (q *Queue) wakeAt(at int64) {
-	if q.timer != nil && q.timerAt <= at {
-		return
-	}
-	q.stopWakeTimer()
-	for {
-		now := q.now()
-		if at <= now {
-			q.wakeWaiters()
-			return
-		}
-		q.timerGen++
-		gen := q.timerGen
-		// A callback rather than a Timer's channel: a mock clock that
-		// another goroutine advances can fire one timer twice, and the
-		// second send on a full Timer channel blocks with the mock's lock
-		// held, which hangs the clock. The generation makes a late or
-		// repeated firing of a replaced timer harmless.
-		t := q.clock.AfterFunc(time.Duration(at-now), func() {
-			q.mu.Lock()
-			if q.timerGen == gen {
-				q.timer = nil
-				q.wakeWaiters()
-			}
-			q.mu.Unlock()
-		})
-		// A mock clock may have moved between reading now and arming the
-		// timer, which would then fire late by that much: arm it again. A
-		// real clock's drift here is nanoseconds.
-		if q.mock != nil && q.mock.Now().UnixNano() != now {
-			t.Stop()
-			continue
-		}
-		q.timer, q.timerAt = t, at
-		return
-	}
-}
-
-// stopWakeTimer disarms the queue's timer, if armed. q.mu must be held.
-func (q *Queue) stopWakeTimer() {
-	if q.timer != nil {
-		q.timer.Stop()
-		q.timer = nil
-		q.timerGen++
-	}
-}
-
-// visibleSoon wakes waiting Receive calls for a message that Put or Update
-// made visible at at (Unix nanoseconds), or arms the timer for it. q.mu
-// must be held.
-func (q *Queue) visibleSoon(at, now int64) {
-	switch {
-	case q.waiters == 0:
-		// Nobody waits; the next Receive arms the timer itself.
-	case at <= now:
-		q.wakeWaiters()
-	default:
-		q.wakeAt(at)
-	}
-}
-
-// unwait ends a Receive's wait. The last waiter to leave disarms the
-// timer: a timer armed for a message days away would otherwise keep the
-// queue reachable, and fire, long after anyone cared.
-func (q *Queue) unwait() {
-	q.mu.Lock()
-	q.waiters--
-	if q.waiters == 0 {
-		q.stopWakeTimer()
-	}
-	q.mu.Unlock()
 }

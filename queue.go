@@ -154,7 +154,7 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 		q.expiry.push(expiryEntry{at: n.expires, slot: slot, stamp: uint32(q.seq)})
 	}
 	n.seq = q.seq
-	n.tag = q.rng.Uint64()
+	n.tag = newTag(q.rng)
 	q.vis.add(slot, n, true)
 	q.count++
 	m := n.message()
@@ -200,7 +200,7 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
 		nd.visible = hidden
 		nd.dequeues++
 		nd.version++
-		nd.tag = q.rng.Uint64()
+		nd.tag = newTag(q.rng)
 		// hidden > now, so the message is not met again in this loop.
 		q.vis.add(slot, nd, false)
 		m := nd.message()
@@ -241,11 +241,11 @@ func (q *Queue) find(id MessageID, r PopReceipt) (uint32, *node, error) {
 	if r.IsZero() {
 		return 0, nil, errZeroReceipt
 	}
-	slot := r.slot()
+	slot := r.slotNo
 	n := q.store.lookup(slot)
 	// A remote receipt has a zero slot part, so it fails here as any
 	// receipt that is not the message's current one does.
-	if n == nil || r.remote != "" || n.id != id || n.version != r.version() || n.tag != r.tag() {
+	if n == nil || r.remote != "" || n.id != id || n.version != r.version || n.tag != r.tag {
 		return 0, nil, newError(ErrMessageNotFound, "",
 			"the message "+id.String()+" does not exist, or the pop receipt is no longer its current one")
 	}
@@ -303,7 +303,7 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	if content != nil {
 		n.content = *content
 	}
-	n.tag = q.rng.Uint64()
+	n.tag = newTag(q.rng)
 	res := UpdateResult{PopReceipt: newReceipt(slot, n.version, n.tag), NextVisibleTime: fromNanos(n.visible)}
 	// Waiting Receive calls sleep until the earliest next-visible time; if
 	// this message now becomes visible sooner, they must look again then.

@@ -163,11 +163,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 			ErrMessageNotFound, CodeMessageNotFound, 404, nil},
 		{"delete forged receipt", func(q *Queue, m Message) error {
 			r := m.PopReceipt
-			r.b[16] ^= 1 // one bit of the random tag
+			r.tag ^= 1 // one bit of the random tag
 			return q.Delete(ctx, m.ID, r)
 		}, ErrMessageNotFound, CodeMessageNotFound, 404, nil},
 		{"delete receipt of another slot", func(q *Queue, m Message) error {
-			return q.Delete(ctx, m.ID, newReceipt(1<<30, m.PopReceipt.version(), m.PopReceipt.tag()))
+			return q.Delete(ctx, m.ID, newReceipt(1<<30, m.PopReceipt.version, m.PopReceipt.tag))
 		}, ErrMessageNotFound, CodeMessageNotFound, 404, nil},
 		{"delete zero receipt", func(q *Queue, m Message) error { return q.Delete(ctx, m.ID, PopReceipt{}) },
 			ErrInvalidPopReceipt, "MissingRequiredQueryParameter", 400, nil},
@@ -223,7 +223,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 // staleReceipt returns a receipt of m's slot and tag at an older version,
 // what a consumer holds after someone else dequeued or updated m.
 func staleReceipt(m Message) PopReceipt {
-	return newReceipt(m.PopReceipt.slot(), m.PopReceipt.version()-1, m.PopReceipt.tag())
+	return newReceipt(m.PopReceipt.slotNo, m.PopReceipt.version-1, m.PopReceipt.tag)
 }
 
 // TestReceiptLifetime checks when a pop receipt dies (spec §0, §7.2): on a

@@ -3,6 +3,7 @@ package azq
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"math/rand/v2"
 	"net/http"
 )
 
@@ -13,7 +14,7 @@ import (
 //	byte 0      format version (1)
 //	bytes 1-4   slot of the message in the queue's store (big endian)
 //	bytes 5-8   receipt version: the message's count of Gets and Updates
-//	bytes 9-16  random tag drawn for this receipt alone
+//	bytes 9-16  random tag drawn for this receipt alone, never 0
 //
 // The slot lets Update and Delete find the message without a hash lookup;
 // the version and the tag must both match the message's current ones, so a
@@ -40,9 +41,13 @@ const (
 // allocates nothing. Its String form is what the REST API sends;
 // ParsePopReceipt reads azq's own back, and UnmarshalText reads either.
 type PopReceipt struct {
-	b [receiptLen]byte
-	// remote is the text of a receipt another service issued; b is zero
-	// then.
+	// The parts of one of azq's own receipts; see newReceipt. They are
+	// kept decoded, so issuing and checking a receipt encodes nothing.
+	slotNo  uint32
+	version uint32
+	tag     uint64 // never 0 in a receipt azq issued
+	// remote is the text of a receipt another service issued; the parts
+	// above are zero then.
 	remote string
 }
 
@@ -68,7 +73,12 @@ func (r PopReceipt) String() string {
 	case r.IsZero():
 		return ""
 	}
-	return base64.StdEncoding.EncodeToString(r.b[:])
+	var b [receiptLen]byte
+	b[0] = receiptFormat
+	binary.BigEndian.PutUint32(b[1:5], r.slotNo)
+	binary.BigEndian.PutUint32(b[5:9], r.version)
+	binary.BigEndian.PutUint64(b[9:17], r.tag)
+	return base64.StdEncoding.EncodeToString(b[:])
 }
 
 // IsZero reports whether r is the zero receipt.
@@ -92,9 +102,9 @@ func (r *PopReceipt) UnmarshalText(b []byte) error {
 
 // ParsePopReceipt reads the text form of one of azq's own receipts, as the
 // REST front end does for the in-memory queues it serves. Text that azq
-// could not have issued (wrong length, not base64, unknown format) gives
-// ErrInvalidPopReceipt, Azure's 400 InvalidQueryParameterValue with the
-// reason "invalid pop receipt format". A well-formed receipt that is stale
+// could not have issued (wrong length, not base64, unknown format, a zero
+// tag) gives ErrInvalidPopReceipt, Azure's 400 InvalidQueryParameterValue
+// with the reason "invalid pop receipt format". A well-formed receipt that is stale
 // or forged parses fine and is refused later with ErrMessageNotFound, as
 // Azure refuses it. A client of a remote service wraps that service's
 // receipts with RemotePopReceipt instead.
@@ -108,7 +118,10 @@ func ParsePopReceipt(s string) (PopReceipt, error) {
 	if err != nil || n != receiptLen || buf[0] != receiptFormat {
 		return r, invalidReceipt(s)
 	}
-	copy(r.b[:], buf[:receiptLen])
+	r = newReceipt(binary.BigEndian.Uint32(buf[1:5]), binary.BigEndian.Uint32(buf[5:9]), binary.BigEndian.Uint64(buf[9:17]))
+	if r.tag == 0 {
+		return PopReceipt{}, invalidReceipt(s) // azq never issues a tag of 0
+	}
 	return r, nil
 }
 
@@ -122,17 +135,17 @@ func invalidReceipt(s string) error {
 // newReceipt builds the receipt for a message at slot with its current
 // version and tag.
 func newReceipt(slot uint32, version uint32, tag uint64) PopReceipt {
-	var r PopReceipt
-	r.b[0] = receiptFormat
-	binary.BigEndian.PutUint32(r.b[1:5], slot)
-	binary.BigEndian.PutUint32(r.b[5:9], version)
-	binary.BigEndian.PutUint64(r.b[9:17], tag)
-	return r
+	return PopReceipt{slotNo: slot, version: version, tag: tag}
 }
 
-func (r PopReceipt) slot() uint32    { return binary.BigEndian.Uint32(r.b[1:5]) }
-func (r PopReceipt) version() uint32 { return binary.BigEndian.Uint32(r.b[5:9]) }
-func (r PopReceipt) tag() uint64     { return binary.BigEndian.Uint64(r.b[9:17]) }
+// newTag returns a random receipt tag. It is never 0, so that no receipt
+// azq issues is the zero PopReceipt.
+func newTag(rng *rand.ChaCha8) uint64 {
+	if t := rng.Uint64(); t != 0 {
+		return t
+	}
+	return 1
+}
 
 // errZeroReceipt is returned for a zero PopReceipt, which azq never issues:
 // the caller forgot to pass the receipt, which Azure reports as a missing

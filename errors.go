@@ -201,7 +201,7 @@ var (
 	// ErrInvalidPopReceipt: the pop receipt is not one azq could have
 	// issued (garbage, truncated or forged). A well-formed receipt that is
 	// merely stale gives ErrMessageNotFound instead, as Azure does.
-	// InvalidQueryParameterValue, 400, Reason "invalid pop receipt format".
+	// InvalidQueryParameterValue, 400, Reason "Invalid pop receipt format".
 	ErrInvalidPopReceipt = &Error{Code: CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest,
 		Message: "the pop receipt is not valid", kind: ErrInvalidArgument}
 

@@ -104,9 +104,9 @@ func (r *PopReceipt) UnmarshalText(b []byte) error {
 // REST front end does for the in-memory queues it serves. Text that azq
 // could not have issued (wrong length, not base64, unknown format, a zero
 // tag) gives ErrInvalidPopReceipt, Azure's 400 InvalidQueryParameterValue
-// with the reason "invalid pop receipt format". A well-formed receipt that is stale
-// or forged parses fine and is refused later with ErrMessageNotFound, as
-// Azure refuses it. A client of a remote service wraps that service's
+// with the reason "Invalid pop receipt format". A well-formed receipt that
+// is stale or forged parses fine and is refused later with
+// ErrMessageNotFound, as Azure refuses it. A client of a remote service wraps that service's
 // receipts with RemotePopReceipt instead.
 func ParsePopReceipt(s string) (PopReceipt, error) {
 	var r PopReceipt

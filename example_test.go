@@ -221,3 +221,25 @@ func ExampleQueue_Receive() {
 	// Output:
 	// received "send reminder" at +10m0s
 }
+
+// A client of a remote queue service keeps the receipts that service issues
+// as they are, and turns the service's error responses into *azq.Error
+// values by their Azure code: errors.Is then works as it does for the
+// in-memory queue.
+func ExampleRemotePopReceipt() {
+	r := azq.RemotePopReceipt("AgAAAAMAAAAAAAAAxVkNR+xc2gE=") // as Azure issued it
+	fmt.Println(r.IsRemote(), r.String())
+
+	// What a client builds from a 404 with x-ms-error-code: MessageNotFound.
+	var err error = &azq.Error{Code: azq.CodeMessageNotFound, StatusCode: 404, Message: "The specified message does not exist."}
+	fmt.Println(errors.Is(err, azq.ErrMessageNotFound))
+
+	// Azurite answers a stale receipt with 400 PopReceiptMismatch; it means
+	// the same, and matches the same sentinel.
+	err = &azq.Error{Code: azq.CodePopReceiptMismatch, StatusCode: 400}
+	fmt.Println(errors.Is(err, azq.ErrMessageNotFound), errors.Is(err, azq.ErrInvalidArgument))
+	// Output:
+	// true AgAAAAMAAAAAAAAAxVkNR+xc2gE=
+	// true
+	// true false
+}

@@ -243,3 +243,42 @@ func ExampleRemotePopReceipt() {
 	// true
 	// true false
 }
+
+// process stands for a consumer's work.
+func process(content string) error {
+	fmt.Println("processing", content)
+	return nil
+}
+
+// The consumer loop by hand: Receive waits for messages, each is processed
+// and then deleted with its pop receipt. A message whose processing fails is
+// not deleted, so it comes back once its visibility timeout lapses.
+func Example_consumer() {
+	ctx := context.Background()
+	q := azq.New() // real clock, Azure's limits
+
+	if _, err := q.Put(ctx, `{"order":42}`, nil); err != nil { // visible at once, lives 7 days
+		log.Fatal(err)
+	}
+
+	msgs, err := q.Receive(ctx, 16, 30*time.Second) // waits until something is visible
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range msgs {
+		if err := process(m.Content); err != nil {
+			continue // not deleted: it comes back after 30 s, DequeueCount+1
+		}
+		err := q.Delete(ctx, m.ID, m.PopReceipt)
+		if errors.Is(err, azq.ErrMessageNotFound) {
+			// Our lease lapsed and someone else dequeued it: processing
+			// must be idempotent.
+			continue
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// processing {"order":42}
+}

@@ -40,6 +40,16 @@
 //	-clock-control
 //		Run the emulator on a controllable clock and serve the clock
 //		endpoints below. Off by default.
+//	-oauth
+//		Accept Microsoft Entra ID (OAuth) bearer tokens, as the Azure SDKs
+//		send them when given a TokenCredential. Needs -tls-cert: the SDKs
+//		send tokens over HTTPS only. Each token's shape, audience, issuer
+//		and nbf/exp window are checked, against the emulator's clock;
+//		without -oauth-key its signature is not.
+//	-oauth-key file
+//		Check bearer token signatures against the public keys in file:
+//		PEM public keys or certificates, or a JSON Web Key Set such as the
+//		one Entra ID publishes. Implies -oauth.
 //	-log-level off|debug|info|warn|error
 //		Structured request logging (log/slog) on standard error; off by
 //		default.

@@ -22,6 +22,8 @@ type config struct {
 	allowAnonymous  bool
 	strictVersion   bool
 	clockControl    bool
+	oauth           bool
+	oauthKey        string
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
@@ -108,6 +110,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.allowAnonymous, "allow-anonymous", false, "accept requests that carry no credentials")
 	fs.BoolVar(&cfg.strictVersion, "strict-version", false, "reject unknown x-ms-version values as Azure does")
 	fs.BoolVar(&cfg.clockControl, "clock-control", false, "run on a controllable clock served under /_azq/clock")
+	fs.BoolVar(&cfg.oauth, "oauth", false, "accept Microsoft Entra ID bearer tokens (needs -tls-cert); signatures are not checked without -oauth-key")
+	fs.StringVar(&cfg.oauthKey, "oauth-key", "", "PEM public keys or certificates, or a JSON Web Key Set, `file` that verifies bearer token signatures; implies -oauth")
 	fs.StringVar(&cfg.logLevel, "log-level", "off", "request log `level`: off, debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
@@ -122,6 +126,12 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
+	}
+	if cfg.oauthKey != "" {
+		cfg.oauth = true
+	}
+	if cfg.oauth && cfg.tlsCert == "" {
+		return nil, errors.New("-oauth needs -tls-cert and -tls-key: the Azure SDKs send bearer tokens over HTTPS only")
 	}
 	if cfg.shutdownTimeout <= 0 {
 		return nil, errors.New("-shutdown-timeout must be positive")

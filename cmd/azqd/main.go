@@ -67,6 +67,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		scheme = "https"
 	}
 
+	var oauth *server.OAuthOptions
+	if cfg.oauth {
+		oauth = &server.OAuthOptions{}
+		if cfg.oauthKey != "" {
+			data, err := os.ReadFile(cfg.oauthKey)
+			if err != nil {
+				return fmt.Errorf("reading the OAuth keys: %w", err)
+			}
+			if oauth.Keys, err = server.ParseOAuthKeys(data); err != nil {
+				return fmt.Errorf("reading the OAuth keys from %s: %w", cfg.oauthKey, err)
+			}
+		}
+	}
+
 	var clk clock.Clock
 	var ctl *clockControl
 	if cfg.clockControl {
@@ -87,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		AllowAnonymous: cfg.allowAnonymous,
 		StrictVersion:  cfg.strictVersion,
 		Logger:         logger,
+		OAuth:          oauth,
 	})
 	hs := &http.Server{
 		Handler:           newHandler(api, ctl),
@@ -111,6 +126,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.allowAnonymous {
 		fmt.Fprintln(stdout, "azqd: requests without credentials are allowed")
+	}
+	switch {
+	case oauth != nil && len(oauth.Keys) > 0:
+		fmt.Fprintf(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are checked against %d key(s) from %s\n", len(oauth.Keys), cfg.oauthKey)
+	case oauth != nil:
+		fmt.Fprintln(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are not checked (give -oauth-key to check them)")
 	}
 	for _, a := range cfg.accounts {
 		fmt.Fprintf(stdout, "%s: %s\n", a.Name, a.ConnectionString(base+"/"+a.Name))

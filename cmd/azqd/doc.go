@@ -59,6 +59,28 @@
 //		How long a graceful shutdown waits for in-flight requests
 //		(default 10s).
 //
+// # Azurite's flags
+//
+// So that command lines written for Azurite's queue service start azqd
+// unchanged, azqd accepts Azurite's queue flags (with one dash or two):
+//
+//	--queueHost host    the host part of -addr (Azurite's listening address)
+//	--queuePort port    the port part of -addr (Azurite's listening port)
+//	--inMemoryPersistence
+//	                    no effect: Azurite then keeps its data off disk,
+//	                    and azqd never writes to disk
+//	--loose             no effect: Azurite then ignores headers and query
+//	                    parameters it does not support instead of refusing
+//	                    them, and azqd always ignores them
+//	--skipApiVersionCheck
+//	                    no effect: Azurite then accepts every x-ms-version,
+//	                    as azqd does unless -strict-version is given (the
+//	                    two together are an error)
+//
+// The container image (the repository's Dockerfile) also answers to
+// Azurite's command names, azurite-queue and azurite; under every name the
+// program is azqd and serves the Queue service only.
+//
 // # Clock control
 //
 // With -clock-control the emulator's clock starts at the real current time

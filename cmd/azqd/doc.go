@@ -40,6 +40,11 @@
 //	-clock-control
 //		Run the emulator on a controllable clock and serve the clock
 //		endpoints below. Off by default.
+//	-ui
+//		Serve a web page at /_azq/ui/ that shows every account's queues
+//		(depth, invisible count, oldest message's age) and each queue's
+//		messages, reloads itself, clears queues, and with -clock-control
+//		moves the clock. It has no authentication, like clock control.
 //	-oauth
 //		Accept Microsoft Entra ID (OAuth) bearer tokens, as the Azure SDKs
 //		send them when given a TokenCredential. Needs -tls-cert: the SDKs
@@ -98,5 +103,6 @@
 //
 // The clock never moves backwards: a negative advance, or a set to an
 // earlier time, is refused with 400. Without -clock-control every /_azq/
-// path answers 404 and the emulator follows the real clock.
+// path answers 404 and the emulator follows the real clock. The web page of
+// -ui, under /_azq/ui/, moves the same clock.
 package main

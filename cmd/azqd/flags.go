@@ -25,6 +25,7 @@ type config struct {
 	strictVersion   bool
 	clockControl    bool
 	oauth           bool
+	ui              bool
 	oauthKey        string
 	logLevel        string
 	logFormat       string
@@ -112,6 +113,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.allowAnonymous, "allow-anonymous", false, "accept requests that carry no credentials")
 	fs.BoolVar(&cfg.strictVersion, "strict-version", false, "reject unknown x-ms-version values as Azure does")
 	fs.BoolVar(&cfg.clockControl, "clock-control", false, "run on a controllable clock served under /_azq/clock")
+	fs.BoolVar(&cfg.ui, "ui", false, "serve a web page showing the queues under /_azq/ui")
 	fs.BoolVar(&cfg.oauth, "oauth", false, "accept Microsoft Entra ID bearer tokens (needs -tls-cert); signatures are not checked without -oauth-key")
 	fs.StringVar(&cfg.oauthKey, "oauth-key", "", "PEM public keys or certificates, or a JSON Web Key Set, `file` that verifies bearer token signatures; implies -oauth")
 	fs.StringVar(&cfg.logLevel, "log-level", "off", "request log `level`: off, debug, info, warn or error")

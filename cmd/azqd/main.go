@@ -20,6 +20,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/azqlib/azq/server"
+	"github.com/azqlib/azq/ui"
 )
 
 func main() {
@@ -103,8 +104,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:         logger,
 		OAuth:          oauth,
 	})
+	var web http.Handler
+	if cfg.ui {
+		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix}
+		for _, a := range cfg.accounts {
+			uiOpts.Accounts = append(uiOpts.Accounts, ui.Account{Name: a.Name, Service: api.Service(a.Name)})
+		}
+		if ctl != nil {
+			uiOpts.Advance = ctl.advance
+		}
+		web = ui.New(uiOpts)
+	}
 	hs := &http.Server{
-		Handler:           newHandler(api, ctl),
+		Handler:           newHandler(api, ctl, web),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          errorLog(logger),
@@ -123,6 +135,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if ctl != nil {
 		fmt.Fprintf(stdout, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
 			base, clk.Now().UTC().Format(time.RFC3339))
+	}
+	if web != nil {
+		fmt.Fprintf(stdout, "azqd: the queues are on view at %s%s/\n", base, uiPrefix)
 	}
 	if cfg.allowAnonymous {
 		fmt.Fprintln(stdout, "azqd: requests without credentials are allowed")
@@ -176,15 +191,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// newHandler routes /_azq/ to clock control (nil: off, every such path
-// answers 404) and everything else to the Azure Queue REST API.
-func newHandler(api http.Handler, ctl *clockControl) http.Handler {
+// uiPrefix is where -ui serves the web page, beside clock control.
+const uiPrefix = "/_azq/ui"
+
+// newHandler routes /_azq/ui to the web UI (nil: off), the rest of /_azq/
+// to clock control (nil: off, every such path answers 404) and everything
+// else to the Azure Queue REST API.
+func newHandler(api http.Handler, ctl *clockControl, web http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, clockPrefix) || r.URL.Path == strings.TrimSuffix(clockPrefix, "/") {
+		p := r.URL.Path
+		switch {
+		case p == uiPrefix || strings.HasPrefix(p, uiPrefix+"/"):
+			if web == nil {
+				http.Error(w, "the web UI is off; start azqd with -ui", http.StatusNotFound)
+				return
+			}
+			web.ServeHTTP(w, r)
+		case strings.HasPrefix(p, clockPrefix) || p == strings.TrimSuffix(clockPrefix, "/"):
 			ctl.ServeHTTP(w, r)
-			return
+		default:
+			api.ServeHTTP(w, r)
 		}
-		api.ServeHTTP(w, r)
 	})
 }
 

@@ -40,7 +40,7 @@ func chromium(t *testing.T) string {
 // context for chromedp actions in one tab.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	// A fresh profile. Chromium's helper processes may still be writing
+	// A fresh profile. Chromium's child processes may still be writing
 	// to it for a moment after the browser is stopped, so removing it is
 	// retried rather than left to t.TempDir, which fails the test.
 	profile, err := os.MkdirTemp("", "azq-ui-chromium-")

@@ -281,7 +281,7 @@ func TestAdvance(t *testing.T) {
 		if r.status != 400 || !strings.Contains(r.body, `role="alert"`) {
 			t.Errorf("advance by %q: %d", by, r.status)
 		}
-		// The error page's forms still lead back to the page the
+		// The error page's forms still return to the page the
 		// request came from.
 		if !strings.Contains(r.body, `name="back" value="/a/devstoreaccount1/orders"`) {
 			t.Errorf("advance by %q: the error page forgot where it came from", by)

@@ -119,6 +119,9 @@ type authRequest struct {
 	// requests. Requests that do carry credentials are still verified, so
 	// a wrong key is reported rather than silently ignored.
 	allowAnonymous bool
+	// oauth verifies bearer tokens; nil when the server does not accept
+	// them (auth_bearer.go).
+	oauth *bearerVerifier
 }
 
 // authorize returns nil if the request may proceed, or an *azq.Error with
@@ -144,6 +147,8 @@ func authorize(a authRequest) error {
 	}
 	var err error
 	switch {
+	case a.oauth != nil && isBearer(a.r):
+		err = a.oauth.authorize(a)
 	case len(a.r.Header.Values("Authorization")) > 0:
 		err = authorizeHeader(a)
 	case queryHas(a.r.URL.RawQuery, "sig"):

@@ -11,7 +11,10 @@
 //
 // Requests are authenticated with Shared Key, Shared Key Lite, account SAS
 // or service SAS (including stored access policies) before they touch any
-// state; Options.AllowAnonymous also accepts unsigned requests. Responses
+// state; Options.AllowAnonymous also accepts unsigned requests, and
+// Options.OAuth accepts Microsoft Entra ID bearer tokens over HTTPS, checked
+// for shape, audience, issuer and lifetime, and for their signature when
+// the operator gives the signing keys (see OAuthOptions). Responses
 // carry Azure's status codes, headers (x-ms-request-id, x-ms-version, Date,
 // x-ms-error-code) and XML bodies, including the Error XML with Azure's
 // detail elements, so code that matches on Azure's error codes behaves the

@@ -35,6 +35,9 @@ type Options struct {
 	// Logger receives one record per request (method, path, operation,
 	// status, duration, request id); nil logs nothing.
 	Logger *slog.Logger
+	// OAuth, when set, accepts Microsoft Entra ID bearer tokens over
+	// HTTPS (see OAuthOptions). Without it a bearer token is refused.
+	OAuth *OAuthOptions
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
@@ -44,6 +47,7 @@ type Server struct {
 	anon     bool
 	strict   bool
 	log      *slog.Logger
+	oauth    *bearerVerifier // nil: bearer tokens are refused
 	// clock is the clock every account shares; errors raised before the
 	// request's account is known take their time from it.
 	clock clock.Clock
@@ -80,6 +84,7 @@ func New(opts Options) *Server {
 		strict:   opts.StrictVersion,
 		log:      opts.Logger,
 		clock:    c,
+		oauth:    newBearerVerifier(opts.OAuth),
 	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
@@ -204,7 +209,7 @@ func (q *request) serve() {
 	}
 	if err := authorize(authRequest{
 		r: q.r, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
-		op: q.op, now: q.now, policy: q.acct.policy, allowAnonymous: q.s.anon,
+		op: q.op, now: q.now, policy: q.acct.policy, allowAnonymous: q.s.anon, oauth: q.s.oauth,
 	}); err != nil {
 		if e, ok := err.(*azq.Error); ok && e.StatusCode == http.StatusUnauthorized {
 			q.w.Header().Set("WWW-Authenticate", bearerChallenge)

@@ -83,6 +83,18 @@ func (c *clockControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, clockReply{Now: c.clk.Now().UTC()})
 }
 
+// advance moves the clock forward by d, as POST /_azq/clock/advance does,
+// and returns the new time. The web UI moves the clock through it.
+func (c *clockControl) advance(d time.Duration) (time.Time, error) {
+	if d < 0 {
+		return time.Time{}, fmt.Errorf("the clock only moves forward")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clk.Add(d)
+	return c.clk.Now().UTC(), nil
+}
+
 // parseAdvance reads the by parameter: a Go duration ("168h", "1h30m") or
 // a number of seconds ("3600", "0.5"). It must not be negative.
 func parseAdvance(s string) (time.Duration, error) {

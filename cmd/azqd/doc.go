@@ -40,6 +40,21 @@
 //	-clock-control
 //		Run the emulator on a controllable clock and serve the clock
 //		endpoints below. Off by default.
+//	-ui
+//		Serve a web page at /_azq/ui/ that shows every account's queues
+//		(depth, invisible count, oldest message's age) and each queue's
+//		messages, reloads itself, clears queues, and with -clock-control
+//		moves the clock. It has no authentication, like clock control.
+//	-oauth
+//		Accept Microsoft Entra ID (OAuth) bearer tokens, as the Azure SDKs
+//		send them when given a TokenCredential. Needs -tls-cert: the SDKs
+//		send tokens over HTTPS only. Each token's shape, audience, issuer
+//		and nbf/exp window are checked, against the emulator's clock;
+//		without -oauth-key its signature is not.
+//	-oauth-key file
+//		Check bearer token signatures against the public keys in file:
+//		PEM public keys or certificates, or a JSON Web Key Set such as the
+//		one Entra ID publishes. Implies -oauth.
 //	-log-level off|debug|info|warn|error
 //		Structured request logging (log/slog) on standard error; off by
 //		default.
@@ -48,6 +63,28 @@
 //	-shutdown-timeout duration
 //		How long a graceful shutdown waits for in-flight requests
 //		(default 10s).
+//
+// # Azurite's flags
+//
+// So that command lines written for Azurite's queue service start azqd
+// unchanged, azqd accepts Azurite's queue flags (with one dash or two):
+//
+//	--queueHost host    the host part of -addr (Azurite's listening address)
+//	--queuePort port    the port part of -addr (Azurite's listening port)
+//	--inMemoryPersistence
+//	                    no effect: Azurite then keeps its data off disk,
+//	                    and azqd never writes to disk
+//	--loose             no effect: Azurite then ignores headers and query
+//	                    parameters it does not support instead of refusing
+//	                    them, and azqd always ignores them
+//	--skipApiVersionCheck
+//	                    no effect: Azurite then accepts every x-ms-version,
+//	                    as azqd does unless -strict-version is given (the
+//	                    two together are an error)
+//
+// The container image (the repository's Dockerfile) also answers to
+// Azurite's command names, azurite-queue and azurite; under every name the
+// program is azqd and serves the Queue service only.
 //
 // # Clock control
 //
@@ -66,5 +103,6 @@
 //
 // The clock never moves backwards: a negative advance, or a set to an
 // earlier time, is refused with 400. Without -clock-control every /_azq/
-// path answers 404 and the emulator follows the real clock.
+// path answers 404 and the emulator follows the real clock. The web page of
+// -ui, under /_azq/ui/, moves the same clock.
 package main

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,9 @@ type config struct {
 	allowAnonymous  bool
 	strictVersion   bool
 	clockControl    bool
+	oauth           bool
+	ui              bool
+	oauthKey        string
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
@@ -108,9 +113,13 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.allowAnonymous, "allow-anonymous", false, "accept requests that carry no credentials")
 	fs.BoolVar(&cfg.strictVersion, "strict-version", false, "reject unknown x-ms-version values as Azure does")
 	fs.BoolVar(&cfg.clockControl, "clock-control", false, "run on a controllable clock served under /_azq/clock")
+	fs.BoolVar(&cfg.ui, "ui", false, "serve a web page showing the queues under /_azq/ui")
+	fs.BoolVar(&cfg.oauth, "oauth", false, "accept Microsoft Entra ID bearer tokens (needs -tls-cert); signatures are not checked without -oauth-key")
+	fs.StringVar(&cfg.oauthKey, "oauth-key", "", "PEM public keys or certificates, or a JSON Web Key Set, `file` that verifies bearer token signatures; implies -oauth")
 	fs.StringVar(&cfg.logLevel, "log-level", "off", "request log `level`: off, debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
+	az := azuriteFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -120,8 +129,17 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if err := az.apply(cfg); err != nil {
+		return nil, err
+	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return nil, errors.New("-tls-cert and -tls-key go together")
+	}
+	if cfg.oauthKey != "" {
+		cfg.oauth = true
+	}
+	if cfg.oauth && cfg.tlsCert == "" {
+		return nil, errors.New("-oauth needs -tls-cert and -tls-key: the Azure SDKs send bearer tokens over HTTPS only")
 	}
 	if cfg.shutdownTimeout <= 0 {
 		return nil, errors.New("-shutdown-timeout must be positive")
@@ -168,4 +186,61 @@ func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(stderr, opts))
+}
+
+// azurite holds the Azurite queue flags azqd accepts as aliases, so that
+// command lines written for Azurite's image ("azurite-queue --queueHost
+// 0.0.0.0 --skipApiVersionCheck") start azqd unchanged. Each maps to what
+// it means in Azurite; the ones with nothing to change in azqd are
+// accepted and have no effect.
+type azurite struct {
+	// queueHost and queuePort are Azurite's listening address and port for
+	// the queue service: they replace the host and the port of -addr.
+	queueHost, queuePort string
+	// inMemoryPersistence keeps Azurite's data off disk; azqd never
+	// writes to disk, so it changes nothing.
+	inMemoryPersistence bool
+	// loose makes Azurite ignore headers and query parameters it does not
+	// support instead of refusing them; azqd always ignores them, so it
+	// changes nothing.
+	loose bool
+	// skipApiVersionCheck makes Azurite accept any x-ms-version; azqd
+	// does so unless -strict-version asks otherwise, so the two conflict.
+	skipAPIVersionCheck bool
+}
+
+func azuriteFlags(fs *flag.FlagSet) *azurite {
+	az := &azurite{}
+	fs.StringVar(&az.queueHost, "queueHost", "", "Azurite alias: listen on this `host` (replaces the host of -addr)")
+	fs.StringVar(&az.queuePort, "queuePort", "", "Azurite alias: listen on this `port` (replaces the port of -addr)")
+	fs.BoolVar(&az.inMemoryPersistence, "inMemoryPersistence", false, "Azurite alias, no effect: azqd keeps everything in memory anyway")
+	fs.BoolVar(&az.loose, "loose", false, "Azurite alias, no effect: azqd ignores headers and query parameters it does not support anyway")
+	fs.BoolVar(&az.skipAPIVersionCheck, "skipApiVersionCheck", false, "Azurite alias: accept every x-ms-version, azqd's default (conflicts with -strict-version)")
+	return az
+}
+
+// apply folds the aliases into cfg.
+func (az *azurite) apply(cfg *config) error {
+	if az.skipAPIVersionCheck && cfg.strictVersion {
+		return errors.New("--skipApiVersionCheck and -strict-version contradict each other")
+	}
+	if az.queueHost == "" && az.queuePort == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(cfg.addr)
+	if err != nil {
+		return fmt.Errorf("-addr %q: %v", cfg.addr, err)
+	}
+	if az.queueHost != "" {
+		host = strings.TrimSuffix(strings.TrimPrefix(az.queueHost, "["), "]")
+	}
+	if az.queuePort != "" {
+		n, err := strconv.ParseUint(az.queuePort, 10, 16)
+		if err != nil {
+			return fmt.Errorf("--queuePort %q: want a port number from 0 to 65535", az.queuePort)
+		}
+		port = strconv.FormatUint(n, 10)
+	}
+	cfg.addr = net.JoinHostPort(host, port)
+	return nil
 }

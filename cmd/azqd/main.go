@@ -20,6 +20,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/azqlib/azq/server"
+	"github.com/azqlib/azq/ui"
 )
 
 func main() {
@@ -67,6 +68,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		scheme = "https"
 	}
 
+	var oauth *server.OAuthOptions
+	if cfg.oauth {
+		oauth = &server.OAuthOptions{}
+		if cfg.oauthKey != "" {
+			data, err := os.ReadFile(cfg.oauthKey)
+			if err != nil {
+				return fmt.Errorf("reading the OAuth keys: %w", err)
+			}
+			if oauth.Keys, err = server.ParseOAuthKeys(data); err != nil {
+				return fmt.Errorf("reading the OAuth keys from %s: %w", cfg.oauthKey, err)
+			}
+		}
+	}
+
 	var clk clock.Clock
 	var ctl *clockControl
 	if cfg.clockControl {
@@ -87,9 +102,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		AllowAnonymous: cfg.allowAnonymous,
 		StrictVersion:  cfg.strictVersion,
 		Logger:         logger,
+		OAuth:          oauth,
 	})
+	var web http.Handler
+	if cfg.ui {
+		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix}
+		for _, a := range cfg.accounts {
+			uiOpts.Accounts = append(uiOpts.Accounts, ui.Account{Name: a.Name, Service: api.Service(a.Name)})
+		}
+		if ctl != nil {
+			uiOpts.Advance = ctl.advance
+		}
+		web = ui.New(uiOpts)
+	}
 	hs := &http.Server{
-		Handler:           newHandler(api, ctl),
+		Handler:           newHandler(api, ctl, web),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          errorLog(logger),
@@ -109,8 +136,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
 			base, clk.Now().UTC().Format(time.RFC3339))
 	}
+	if web != nil {
+		fmt.Fprintf(stdout, "azqd: the queues are on view at %s%s/\n", base, uiPrefix)
+	}
 	if cfg.allowAnonymous {
 		fmt.Fprintln(stdout, "azqd: requests without credentials are allowed")
+	}
+	switch {
+	case oauth != nil && len(oauth.Keys) > 0:
+		fmt.Fprintf(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are checked against %d key(s) from %s\n", len(oauth.Keys), cfg.oauthKey)
+	case oauth != nil:
+		fmt.Fprintln(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are not checked (give -oauth-key to check them)")
 	}
 	for _, a := range cfg.accounts {
 		fmt.Fprintf(stdout, "%s: %s\n", a.Name, a.ConnectionString(base+"/"+a.Name))
@@ -155,15 +191,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// newHandler routes /_azq/ to clock control (nil: off, every such path
-// answers 404) and everything else to the Azure Queue REST API.
-func newHandler(api http.Handler, ctl *clockControl) http.Handler {
+// uiPrefix is where -ui serves the web page, beside clock control.
+const uiPrefix = "/_azq/ui"
+
+// newHandler routes /_azq/ui to the web UI (nil: off), the rest of /_azq/
+// to clock control (nil: off, every such path answers 404) and everything
+// else to the Azure Queue REST API.
+func newHandler(api http.Handler, ctl *clockControl, web http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, clockPrefix) || r.URL.Path == strings.TrimSuffix(clockPrefix, "/") {
+		p := r.URL.Path
+		switch {
+		case p == uiPrefix || strings.HasPrefix(p, uiPrefix+"/"):
+			if web == nil {
+				http.Error(w, "the web UI is off; start azqd with -ui", http.StatusNotFound)
+				return
+			}
+			web.ServeHTTP(w, r)
+		case strings.HasPrefix(p, clockPrefix) || p == strings.TrimSuffix(clockPrefix, "/"):
 			ctl.ServeHTTP(w, r)
-			return
+		default:
+			api.ServeHTTP(w, r)
 		}
-		api.ServeHTTP(w, r)
 	})
 }
 

@@ -54,13 +54,14 @@ func (l *lockedBuffer) String() string {
 
 // daemon is one azqd run inside the test process.
 type daemon struct {
-	t      *testing.T
-	cancel context.CancelFunc
-	done   chan error // run's result
-	lines  chan string
-	stderr *lockedBuffer
-	base   string            // e.g. http://127.0.0.1:41234
-	conns  map[string]string // account name → connection string
+	t       *testing.T
+	cancel  context.CancelFunc
+	done    chan error // run's result
+	lines   chan string
+	stderr  *lockedBuffer
+	base    string            // e.g. http://127.0.0.1:41234
+	conns   map[string]string // account name → connection string
+	printed []string          // the lines start read, up to the last connection string
 }
 
 // start runs azqd with args on an ephemeral port and waits until it has
@@ -98,6 +99,7 @@ func start(t *testing.T, args ...string) *daemon {
 	}
 	for len(d.conns) < accounts {
 		line := d.next("a connection string")
+		d.printed = append(d.printed, line)
 		if rest, ok := strings.CutPrefix(line, "azqd: serving the Azure Queue REST API on "); ok {
 			d.base = rest
 			continue

@@ -1,0 +1,33 @@
+# azqd, the Azure Queue Storage emulator, as a small static image.
+#
+#   docker build -t azqd .
+#   docker run --rm -p 10001:10001 azqd
+#
+# The image answers to Azurite's queue command lines too:
+#
+#   docker run --rm -p 10001:10001 azqd azurite-queue --queueHost 0.0.0.0
+#
+# cmd/azqd's TestDockerfileBuild runs this file's go build command and the
+# binary it makes, so that the build is tested where no container engine
+# is at hand.
+
+FROM golang:1.23-alpine AS build
+WORKDIR /src
+# Modules first, so that a source change does not download them again.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/usr/local/bin/azqd ./cmd/azqd
+# Azurite's command names, for compose files and test containers written
+# for Azurite's image; both start azqd, which serves queues only.
+RUN ln -s azqd /out/usr/local/bin/azurite-queue && ln -s azqd /out/usr/local/bin/azurite
+
+FROM scratch
+COPY --from=build /out/ /
+ENV PATH=/usr/local/bin
+# Any user will do: azqd writes nothing to disk.
+USER 65532:65532
+EXPOSE 10001
+# Listen on every interface of the container; the connection strings azqd
+# prints name 127.0.0.1, which is right for a published port.
+CMD ["azqd", "-addr", "0.0.0.0:10001"]

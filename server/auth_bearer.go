@@ -1,0 +1,352 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// OAuthOptions turn on Microsoft Entra ID (OAuth 2.0) authorization:
+// requests may carry "Authorization: Bearer <access token>", as the Azure
+// SDKs send it when given a TokenCredential (azidentity's
+// DefaultAzureCredential and friends).
+//
+// A token is accepted when the request came over HTTPS and names
+// x-ms-version 2017-11-09 or later, and the token is a well-formed JWT
+// whose audience is Azure Storage or the addressed account's queue
+// endpoint, whose issuer is Microsoft Entra ID, and whose nbf/exp window
+// contains the server's clock (give or take five minutes of clock skew).
+// Azure's RBAC roles are not modelled: a valid token may do everything
+// except read or write a queue's ACL, which Azure reserves for the account
+// key.
+type OAuthOptions struct {
+	// Keys verify token signatures. A token must be signed by one of them
+	// (the ones whose ID matches the token's "kid", and the ones without
+	// an ID). With no keys, signatures are not checked, as in Azurite's
+	// "basic" OAuth mode: any token of the right shape and claims passes,
+	// so tests can mint tokens without a key pair.
+	Keys []OAuthKey
+}
+
+// bearerVerifier checks bearer tokens for a Server. It is built once by
+// New and only read afterwards, so requests share it without locking.
+type bearerVerifier struct {
+	keys   []OAuthKey
+	parser *jwt.Parser
+}
+
+// newBearerVerifier returns nil when OAuth is off.
+func newBearerVerifier(o *OAuthOptions) *bearerVerifier {
+	if o == nil {
+		return nil
+	}
+	v := &bearerVerifier{keys: append([]OAuthKey(nil), o.Keys...)}
+	// Claims are checked by checkClaims, against the service clock and
+	// with Azure's error details; the parser only decodes and verifies.
+	opts := []jwt.ParserOption{jwt.WithoutClaimsValidation()}
+	if len(v.keys) > 0 {
+		// Entra ID signs with public-key algorithms only. Refusing the
+		// HMAC algorithms matters: a public key must never be usable as
+		// an HMAC secret.
+		opts = append(opts, jwt.WithValidMethods(signatureAlgorithms))
+	}
+	v.parser = jwt.NewParser(opts...)
+	return v
+}
+
+// signatureAlgorithms are the JWS algorithms a configured key may verify.
+var signatureAlgorithms = []string{
+	"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
+	"ES256", "ES384", "ES512", "EdDSA",
+}
+
+// Versions that matter to bearer tokens (Authorize with Microsoft Entra ID):
+// tokens are accepted from 2017-11-09 on; from 2019-12-12 on, a rejected
+// token is answered with 401 and a bearer challenge instead of 403.
+const (
+	oauthFirstVersion     = 20171109
+	oauthChallengeVersion = 20191212
+)
+
+// oauthClockSkew is how far the server's clock may be outside a token's
+// nbf/exp window before the token is refused. Five minutes is the default
+// skew of Microsoft's token validation library.
+const oauthClockSkew = 5 * time.Minute
+
+// maxBearerToken bounds the token we are willing to parse. Entra access
+// tokens are 1–3 KB; tokens with many group claims grow, but not this far.
+const maxBearerToken = 16 << 10
+
+// storageAppID is the application ID of Azure Storage in Entra ID; a token
+// requested for that resource ID carries it as its audience.
+const storageAppID = "e406a681-f3d4-42a8-90b6-c2b029497af1"
+
+// storageAudience is the audience of tokens requested with the scope
+// https://storage.azure.com/.default, which the SDKs use by default.
+const storageAudience = "https://storage.azure.com"
+
+// queueEndpointSuffixes are the DNS suffixes of queue endpoints in Azure's
+// public, US Government and China clouds. A token may be requested for one
+// account's endpoint (https://<account>.queue.core.windows.net); it is
+// good for that account only. Azure Germany's cloudapi.de closed in 2021.
+var queueEndpointSuffixes = []string{
+	".queue.core.windows.net",
+	".queue.core.usgovcloudapi.net",
+	".queue.core.chinacloudapi.cn",
+}
+
+// entraV1Issuers and entraV2Issuers are the hosts in the iss claim of
+// Entra ID tokens: v1.0 tokens (the kind storage receives unless the app
+// asks for v2.0) name the security token service,
+// https://sts.windows.net/<tenant>/, which the US Government cloud shares
+// with the public one; v2.0 tokens name the login endpoint,
+// https://login.microsoftonline.com/<tenant>/v2.0.
+var (
+	entraV1Issuers = []string{"sts.windows.net", "sts.chinacloudapi.cn"}
+	entraV2Issuers = []string{
+		"login.microsoftonline.com",
+		"login.microsoftonline.us",
+		"login.chinacloudapi.cn",
+		"login.partner.microsoftonline.cn",
+	}
+)
+
+// isBearer reports whether the request's (first) Authorization header uses
+// the Bearer scheme. Scheme names are case-insensitive (RFC 9110).
+func isBearer(r *http.Request) bool {
+	v := r.Header.Values("Authorization")
+	if len(v) == 0 {
+		return false
+	}
+	scheme, _, _ := strings.Cut(strings.TrimSpace(v[0]), " ")
+	return strings.EqualFold(scheme, "Bearer")
+}
+
+// authorize verifies the bearer token of a request for which isBearer is
+// true, and refuses the operations Azure does not allow with a token.
+func (v *bearerVerifier) authorize(a authRequest) error {
+	values := a.r.Header.Values("Authorization")
+	if len(values) != 1 {
+		return invalidAuthInfo("The request must carry exactly one Authorization header.")
+	}
+	if a.r.TLS == nil {
+		// The token would have crossed the network in the clear; Azure
+		// refuses such requests with 403 rather than serve them.
+		return authFailed("Authentication scheme Bearer is not allowed over HTTP; send the request over HTTPS.")
+	}
+	ver, ok := versionNumber(a.r.Header.Get("X-Ms-Version"))
+	if !ok || ver < oauthFirstVersion {
+		return authFailed("Authentication scheme Bearer is not supported in this version. Send x-ms-version 2017-11-09 or later.")
+	}
+	_, token, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
+	token = strings.TrimSpace(token)
+	if err := v.verify(token, a); err != "" {
+		return tokenRefused(ver, err)
+	}
+	if a.op == opGetQueueACL || a.op == opSetQueueACL {
+		return authzFailure(a.op.String() + " cannot be authorized with a Microsoft Entra ID token; only the account key may read or write a queue's ACL.")
+	}
+	return nil
+}
+
+// tokenRefused is Azure's answer to an invalid token: from version
+// 2019-12-12 on, 401 InvalidAuthenticationInfo, which the handler sends
+// with the bearer challenge (WWW-Authenticate) so that clients fetch a new
+// token; before, 403 AuthenticationFailed. Both carry the reason as
+// AuthenticationErrorDetail.
+func tokenRefused(version int, detail string) error {
+	if version < oauthChallengeVersion {
+		return authFailed(detail)
+	}
+	return authErr("InvalidAuthenticationInfo", http.StatusUnauthorized,
+		"Server failed to authenticate the request. Please refer to the information in the www-authenticate header.",
+		detail)
+}
+
+// verify checks the token and returns why it is refused, or "". The order
+// is the usual one of token validation: shape, signature, lifetime,
+// audience, issuer.
+func (v *bearerVerifier) verify(token string, a authRequest) string {
+	if token == "" {
+		return "The bearer token is empty."
+	}
+	if len(token) > maxBearerToken {
+		return fmt.Sprintf("The bearer token is longer than %d bytes.", maxBearerToken)
+	}
+	var claims jwt.RegisteredClaims
+	if len(v.keys) == 0 {
+		if _, _, err := v.parser.ParseUnverified(token, &claims); err != nil {
+			return "The bearer token is not a well-formed JSON Web Token: " + jwtReason(err)
+		}
+	} else if _, err := v.parser.ParseWithClaims(token, &claims, v.keyFor); err != nil {
+		if errors.Is(err, jwt.ErrTokenMalformed) {
+			return "The bearer token is not a well-formed JSON Web Token: " + jwtReason(err)
+		}
+		reason := jwtReason(err)
+		switch {
+		case errors.Is(err, jwt.ErrTokenUnverifiable):
+			// Only keyFor fails this way.
+			reason = "No configured key has the token's key ID (" + reason + ")."
+		case strings.HasPrefix(reason, "signing method"):
+			reason = "The " + reason + "; want one of " + strings.Join(signatureAlgorithms, ", ") + "."
+		default:
+			reason = "The signature does not verify with the configured keys (" + reason + ")."
+		}
+		return "Signature validation failed. " + reason
+	}
+	if why := checkLifetime(&claims, a.now); why != "" {
+		return why
+	}
+	if why := checkAudience(claims.Audience, a.account.Name); why != "" {
+		return why
+	}
+	return checkIssuer(claims.Issuer)
+}
+
+// keyFor returns the keys that may have signed the token: those whose ID
+// is the token's kid, and those without an ID.
+func (v *bearerVerifier) keyFor(t *jwt.Token) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	var set jwt.VerificationKeySet
+	for _, k := range v.keys {
+		if k.ID == "" || k.ID == kid {
+			set.Keys = append(set.Keys, k.Key)
+		}
+	}
+	if len(set.Keys) == 0 {
+		return nil, fmt.Errorf("kid %q", truncate(kid, 64))
+	}
+	return set, nil
+}
+
+// jwtReason is the library's error without its generic prefixes.
+func jwtReason(err error) string {
+	s := err.Error()
+	for _, p := range []string{"token is malformed: ", "token is unverifiable: ", "error while executing keyfunc: ", "token signature is invalid: "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return truncate(s, 256)
+}
+
+// checkLifetime compares the token's validity window with now, allowing
+// oauthClockSkew either side. exp is required, as Entra always sets it;
+// nbf is checked when present.
+func checkLifetime(c *jwt.RegisteredClaims, now time.Time) string {
+	if c.ExpiresAt == nil {
+		return "Lifetime validation failed. The token has no expiration time (exp)."
+	}
+	exp := c.ExpiresAt.Time
+	if now.After(exp.Add(oauthClockSkew)) {
+		return fmt.Sprintf("Lifetime validation failed. The token is expired. ValidTo: %s; the server's clock: %s.",
+			exp.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	if c.NotBefore != nil && now.Before(c.NotBefore.Time.Add(-oauthClockSkew)) {
+		return fmt.Sprintf("Lifetime validation failed. The token is not yet valid. ValidFrom: %s; the server's clock: %s.",
+			c.NotBefore.Time.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// checkAudience accepts a token meant for Azure Storage as a whole or for
+// the addressed account's queue endpoint. A JWT audience may be a list;
+// one acceptable entry suffices.
+func checkAudience(aud jwt.ClaimStrings, account string) string {
+	for _, a := range aud {
+		if audienceMatches(a, account) {
+			return ""
+		}
+	}
+	got := "none"
+	if len(aud) > 0 {
+		got = "'" + truncate(strings.Join(aud, "', '"), 256) + "'"
+	}
+	return "Audience validation failed. Audience did not match. The token's audience is " + got +
+		"; want " + storageAudience + " or https://" + account + queueEndpointSuffixes[0] + "."
+}
+
+func audienceMatches(aud, account string) bool {
+	aud = strings.TrimSuffix(aud, "/")
+	if aud == storageAudience || strings.EqualFold(aud, storageAppID) {
+		return true
+	}
+	host, ok := strings.CutPrefix(aud, "https://")
+	if !ok {
+		return false
+	}
+	for _, suffix := range queueEndpointSuffixes {
+		if strings.EqualFold(host, account+suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkIssuer accepts the issuers of Entra ID tokens, for any tenant:
+// https://<v1 host>/<tenant>/ and https://<v2 host>/<tenant>/v2.0, where
+// the tenant is the directory's GUID. The server has no directory, so the
+// tenant itself is not checked.
+func checkIssuer(iss string) string {
+	if issuerMatches(iss) {
+		return ""
+	}
+	got := "none"
+	if iss != "" {
+		got = "'" + truncate(iss, 256) + "'"
+	}
+	return "Issuer validation failed. Issuer did not match. The token's issuer is " + got +
+		"; want a Microsoft Entra ID issuer such as https://sts.windows.net/<tenant ID>/ or https://login.microsoftonline.com/<tenant ID>/v2.0."
+}
+
+func issuerMatches(iss string) bool {
+	rest, ok := strings.CutPrefix(iss, "https://")
+	if !ok {
+		return false
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	tenant, tail, _ := strings.Cut(path, "/")
+	if !isGUID(tenant) {
+		return false
+	}
+	hosts := entraV1Issuers
+	switch tail {
+	case "":
+		if !strings.HasSuffix(path, "/") {
+			return false // v1 issuers end with a slash
+		}
+	case "v2.0":
+		hosts = entraV2Issuers
+	default:
+		return false
+	}
+	for _, h := range hosts {
+		if strings.EqualFold(host, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// isGUID reports whether s has the 8-4-4-4-12 hex form of a tenant ID.
+func isGUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

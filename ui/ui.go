@@ -1,0 +1,447 @@
+package ui
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+)
+
+// Options configure the UI.
+type Options struct {
+	// Accounts are shown in this order.
+	Accounts []Account
+	// Clock is the time the page shows and measures ages against; nil
+	// means the real clock. Give the clock the Services use.
+	Clock clock.Clock
+	// Advance, when set, moves the clock forward by d; the page then
+	// offers buttons and a field to do so. It returns the new time.
+	Advance func(d time.Duration) (time.Time, error)
+	// Prefix is the path the handler is mounted at, such as "/_azq/ui";
+	// every link and form starts with it. The handler expects requests
+	// with their full path.
+	Prefix string
+	// Refresh is how often the page reloads itself: zero means every 2
+	// seconds, a negative value never. A request can override it with
+	// ?refresh=<seconds> (0 stops it).
+	Refresh time.Duration
+	// MaxMessages is how many of a queue's oldest messages its page
+	// lists; zero means 100.
+	MaxMessages int
+}
+
+// Account is one storage account the page shows.
+type Account struct {
+	Name    string
+	Service *azq.Service
+}
+
+// maxQueues bounds the queues listed per account, so that a test that
+// creates thousands of queues still gets a page.
+const maxQueues = 1000
+
+// handler is the UI. It holds nothing but its options, so requests share
+// it without locking.
+type handler struct {
+	opts Options
+	mux  *http.ServeMux
+}
+
+// New returns the UI's handler.
+func New(opts Options) http.Handler {
+	if opts.Clock == nil {
+		opts.Clock = clock.New()
+	}
+	if opts.Refresh == 0 {
+		opts.Refresh = 2 * time.Second
+	}
+	if opts.MaxMessages <= 0 {
+		opts.MaxMessages = 100
+	}
+	opts.Prefix = strings.TrimSuffix(opts.Prefix, "/")
+	h := &handler{opts: opts, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /{$}", h.index)
+	h.mux.HandleFunc("GET /a/{account}/{queue}", h.queue)
+	h.mux.HandleFunc("POST /a/{account}/{queue}/clear", h.clear)
+	h.mux.HandleFunc("POST /clock/advance", h.advance)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.render(w, r, http.StatusNotFound, &page{Error: "There is no such page."})
+	})
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, h.opts.Prefix)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if rest == "" {
+		http.Redirect(w, r, h.opts.Prefix+"/", http.StatusFound)
+		return
+	}
+	if r.Method == http.MethodPost && !sameOrigin(r) {
+		http.Error(w, "cross-origin requests may not change the emulator", http.StatusForbidden)
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = rest
+	r2.URL.RawPath = ""
+	h.mux.ServeHTTP(w, r2)
+}
+
+// sameOrigin reports whether a state-changing request comes from the
+// page's own origin, by the headers browsers send (Sec-Fetch-Site, else
+// Origin). Requests without either come from programs, not from another
+// site's page, and may proceed.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		return err == nil && u.Host == r.Host
+	}
+	return true
+}
+
+// page is what the template renders.
+type page struct {
+	Prefix   string
+	Now      time.Time
+	Advance  bool // the clock can be moved
+	Refresh  int  // seconds; 0: no reloading
+	Back     string
+	Accounts []accountView
+	Queue    *queueView
+	Error    string
+}
+
+type accountView struct {
+	Name   string
+	Queues []queueRow
+	More   bool // more queues than listed
+}
+
+type queueRow struct {
+	Name      string
+	Count     int
+	Visible   int
+	Invisible int
+	Oldest    string // age of the oldest message; "" when empty
+	Gone      bool   // deleted while the page was built
+}
+
+type queueView struct {
+	Account  string
+	Row      queueRow
+	Messages []messageRow
+	Shown    int
+}
+
+type messageRow struct {
+	ID           string
+	Content      string // cut short for the table
+	Full         string
+	Inserted     string
+	InsertedAt   string
+	Visible      bool
+	NextVisible  string
+	NextAt       string
+	Expires      string
+	ExpiresAt    string
+	DequeueCount int64
+}
+
+func (h *handler) newPage(r *http.Request) *page {
+	p := &page{Prefix: h.opts.Prefix, Now: h.opts.Clock.Now().UTC(), Advance: h.opts.Advance != nil, Back: r.URL.Path}
+	if r.Method == http.MethodPost {
+		p.Back = backPath(r)
+	}
+	if h.opts.Refresh > 0 {
+		p.Refresh = max(1, int(h.opts.Refresh/time.Second))
+	}
+	if v := r.URL.Query().Get("refresh"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			p.Refresh = n
+		}
+	}
+	return p
+}
+
+func (h *handler) index(w http.ResponseWriter, r *http.Request) {
+	p := h.newPage(r)
+	for _, a := range h.opts.Accounts {
+		av, err := accountRows(r.Context(), a)
+		if err != nil {
+			p.Error = err.Error()
+		}
+		p.Accounts = append(p.Accounts, av)
+	}
+	h.render(w, r, http.StatusOK, p)
+}
+
+// accountRows lists an account's queues with their figures.
+func accountRows(ctx context.Context, a Account) (accountView, error) {
+	av := accountView{Name: a.Name}
+	opts := azq.ListQueuesOptions{}
+	for {
+		pg, err := a.Service.ListQueues(ctx, opts)
+		if err != nil {
+			return av, err
+		}
+		for _, it := range pg.Queues {
+			if len(av.Queues) == maxQueues {
+				av.More = true
+				return av, nil
+			}
+			q, err := a.Service.Queue(it.Name)
+			row := queueRow{Name: it.Name, Gone: err != nil}
+			if err == nil {
+				var snap azq.Snapshot
+				snap, err = q.Inspect(ctx, 0)
+				row = figures(it.Name, snap, err)
+			}
+			av.Queues = append(av.Queues, row)
+		}
+		if pg.NextMarker == "" {
+			return av, nil
+		}
+		opts.Marker = pg.NextMarker
+	}
+}
+
+func figures(name string, s azq.Snapshot, err error) queueRow {
+	if err != nil {
+		return queueRow{Name: name, Gone: true}
+	}
+	row := queueRow{Name: name, Count: s.Count, Visible: s.Count - s.Invisible, Invisible: s.Invisible}
+	if s.Count > 0 {
+		row.Oldest = age(s.Time.Sub(s.Oldest))
+	}
+	return row
+}
+
+func (h *handler) lookup(r *http.Request) (Account, *azq.Queue, string) {
+	name, queue := r.PathValue("account"), r.PathValue("queue")
+	for _, a := range h.opts.Accounts {
+		if a.Name != name {
+			continue
+		}
+		q, err := a.Service.Queue(queue)
+		if err != nil {
+			return a, nil, "The account " + name + " has no queue named " + queue + "."
+		}
+		return a, q, ""
+	}
+	return Account{}, nil, "There is no account named " + name + "."
+}
+
+func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
+	p := h.newPage(r)
+	a, q, missing := h.lookup(r)
+	if q == nil {
+		p.Error = missing
+		h.render(w, r, http.StatusNotFound, p)
+		return
+	}
+	snap, err := q.Inspect(r.Context(), h.opts.MaxMessages)
+	qv := &queueView{Account: a.Name, Row: figures(q.Name(), snap, err), Shown: len(snap.Messages)}
+	for _, m := range snap.Messages {
+		qv.Messages = append(qv.Messages, messageView(m, snap.Time))
+	}
+	p.Queue = qv
+	h.render(w, r, http.StatusOK, p)
+}
+
+// maxShownContent is how much of a message the table shows; the rest is in
+// the cell's tooltip.
+const maxShownContent = 120
+
+func messageView(m azq.Message, now time.Time) messageRow {
+	row := messageRow{
+		ID:           m.ID.String(),
+		Full:         m.Content,
+		Content:      m.Content,
+		Inserted:     age(now.Sub(m.InsertionTime)) + " ago",
+		InsertedAt:   stamp(m.InsertionTime),
+		Visible:      !m.NextVisibleTime.After(now),
+		NextVisible:  "visible",
+		NextAt:       stamp(m.NextVisibleTime),
+		Expires:      "in " + age(m.ExpirationTime.Sub(now)),
+		ExpiresAt:    stamp(m.ExpirationTime),
+		DequeueCount: m.DequeueCount,
+	}
+	if len(row.Content) > maxShownContent {
+		cut := maxShownContent
+		for cut > 0 && !isRuneStart(row.Content[cut]) {
+			cut--
+		}
+		row.Content = row.Content[:cut] + "…"
+	}
+	if !row.Visible {
+		row.NextVisible = "in " + age(m.NextVisibleTime.Sub(now))
+	}
+	if m.ExpirationTime.Year() == 9999 {
+		row.Expires = "never"
+	}
+	return row
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func (h *handler) clear(w http.ResponseWriter, r *http.Request) {
+	_, q, missing := h.lookup(r)
+	if q == nil {
+		h.render(w, r, http.StatusNotFound, &page{Prefix: h.opts.Prefix, Error: missing})
+		return
+	}
+	if err := q.Clear(r.Context()); err != nil {
+		h.render(w, r, http.StatusConflict, &page{Prefix: h.opts.Prefix, Error: err.Error()})
+		return
+	}
+	h.back(w, r)
+}
+
+func (h *handler) advance(w http.ResponseWriter, r *http.Request) {
+	p := h.newPage(r)
+	if h.opts.Advance == nil {
+		p.Error = "The clock cannot be moved: it follows real time. Start azqd with -clock-control to move it."
+		h.render(w, r, http.StatusNotFound, p)
+		return
+	}
+	by := r.PostFormValue("by")
+	d, err := time.ParseDuration(by)
+	if err == nil && d <= 0 {
+		err = errors.New("the clock only moves forward")
+	}
+	if err == nil {
+		_, err = h.opts.Advance(d)
+	}
+	if err != nil {
+		p.Error = fmt.Sprintf("Cannot advance the clock by %q: %v. Give a Go duration such as 90s, 1h30m or 168h.", by, err)
+		h.render(w, r, http.StatusBadRequest, p)
+		return
+	}
+	h.back(w, r)
+}
+
+// back redirects to the page a form came from.
+func (h *handler) back(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, h.opts.Prefix+backPath(r), http.StatusSeeOther)
+}
+
+// backPath is a form's "back" field, the path below the prefix of the page
+// the form is on, or the index's when it is not such a path.
+func backPath(r *http.Request) string {
+	to := r.PostFormValue("back")
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.ContainsAny(to, "\\?#") {
+		return "/"
+	}
+	return to
+}
+
+// age writes a duration the way the page shows ages: two units at most.
+func age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd%02dh", s/86400, s%86400/3600)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// step is one of the page's buttons that move the clock.
+type step struct{ By, Label string }
+
+var steps = []step{{"1m", "+1 min"}, {"10m", "+10 min"}, {"1h", "+1 hour"}, {"24h", "+1 day"}, {"168h", "+7 days"}}
+
+//go:embed page.html
+var pageHTML string
+
+// script reloads the page every data-refresh seconds, except while an
+// input has the focus, so that typing a duration is not cut short.
+const script = `(function () {
+  var s = Number(document.body.dataset.refresh);
+  if (!(s > 0)) return;
+  setInterval(function () {
+    var a = document.activeElement;
+    if (a && a.tagName === "INPUT") return;
+    location.reload();
+  }, s * 1000);
+})();`
+
+const style = `
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1b1f24; background: #f6f8fa; }
+header { background: #0b3d6b; color: #fff; padding: 10px 20px; display: flex; gap: 24px; align-items: center; flex-wrap: wrap; }
+header a { color: #fff; }
+header a.brand { text-decoration: none; font-weight: 600; font-size: 16px; }
+header .muted { color: #b6c8da; }
+header form { display: inline; }
+main { padding: 12px 20px; }
+h2 { font-size: 16px; margin: 18px 0 6px; }
+table { border-collapse: collapse; background: #fff; width: 100%; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #eaeef2; font-weight: 600; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+td.content { font-family: ui-monospace, monospace; word-break: break-all; }
+.inv { color: #9a6700; }
+.vis { color: #1a7f37; }
+.error { background: #ffebe9; border: 1px solid #ff8182; padding: 8px; margin: 8px 0; }
+.muted { color: #57606a; }
+button { font: inherit; }
+input[name=by] { width: 6em; }
+`
+
+var (
+	tmpl = template.Must(template.New("page").Funcs(template.FuncMap{"steps": func() []step { return steps }}).Parse(pageHTML))
+	// csp allows the page's own script and style and nothing else: no
+	// other scripts, no loads from anywhere, forms only to this origin.
+	csp = "default-src 'none'; script-src '" + hash(script) + "'; style-src '" + hash(style) +
+		"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, p *page) {
+	if p.Prefix == "" {
+		p.Prefix = h.opts.Prefix
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", csp)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_ = tmpl.Execute(w, struct {
+		*page
+		Script template.JS
+		Style  template.CSS
+	}{p, template.JS(script), template.CSS(style)})
+}

@@ -1,0 +1,369 @@
+package ui_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/ui"
+	"github.com/benbjohnson/clock"
+)
+
+// testNow is the mock clock's start: fixed, so pages are reproducible.
+var testNow = time.Date(2031, 5, 17, 12, 0, 0, 0, time.UTC)
+
+const prefix = "/_azq/ui"
+
+// fixture is two accounts of queues behind the UI, on a mock clock.
+type fixture struct {
+	clk      *clock.Mock
+	main     *azq.Service
+	other    *azq.Service
+	hs       *httptest.Server
+	leased   azq.Message // a message of "orders" under a Get's lease
+	advanced []time.Duration
+}
+
+func newFixture(t testing.TB, withAdvance bool, opts ui.Options) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(testNow)
+	f := &fixture{clk: clk, main: azq.NewService(azq.WithClock(clk)), other: azq.NewService(azq.WithClock(clk))}
+	t.Cleanup(func() { f.main.Close(); f.other.Close() })
+
+	orders, _, err := f.main.CreateQueue(ctx, "orders", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoices, _, _ := f.main.CreateQueue(ctx, "invoices", nil)
+	f.main.CreateQueue(ctx, "empty", nil)
+	audit, _, _ := f.other.CreateQueue(ctx, "audit", nil)
+
+	invoices.Put(ctx, `{"invoice":1017,"total":"120.50"}`, nil)
+	clk.Add(2 * time.Hour)
+	orders.Put(ctx, `{"order":42,"items":3}`, nil)
+	orders.Put(ctx, `{"order":43,"items":1}`, nil)
+	clk.Add(3 * time.Minute)
+	orders.Put(ctx, `{"order":44,"note":"<script>alert(1)</script>"}`, &azq.PutOptions{VisibilityTimeout: 10 * time.Minute})
+	audit.Put(ctx, "kept forever", &azq.PutOptions{TimeToLive: azq.NeverExpires})
+	got, err := orders.Get(ctx, 1, 30*time.Second)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("get: %v %v", got, err)
+	}
+	f.leased = got[0]
+
+	opts.Accounts = []ui.Account{{Name: "devstoreaccount1", Service: f.main}, {Name: "teststore2", Service: f.other}}
+	opts.Clock = clk
+	opts.Prefix = prefix
+	if withAdvance {
+		opts.Advance = func(d time.Duration) (time.Time, error) {
+			f.advanced = append(f.advanced, d)
+			clk.Add(d)
+			return clk.Now(), nil
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle(prefix+"/", ui.New(opts))
+	mux.Handle(prefix, ui.New(opts))
+	f.hs = httptest.NewServer(mux)
+	t.Cleanup(f.hs.Close)
+	return f
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (f *fixture) do(t testing.TB, method, path string, form url.Values, hdr map[string]string) response {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, f.hs.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, resp.Header, string(b)}
+}
+
+// row returns the HTML of the table row with the attribute.
+func row(t testing.TB, page, attr string) string {
+	t.Helper()
+	i := strings.Index(page, "<tr "+attr)
+	if i < 0 {
+		t.Fatalf("no row %s in\n%s", attr, page)
+	}
+	j := strings.Index(page[i:], "</tr>")
+	return page[i : i+j]
+}
+
+func cell(t testing.TB, row, class string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<td class="[^"]*\b` + class + `\b[^"]*"[^>]*>([^<]*)<`).FindStringSubmatch(row)
+	if m == nil {
+		t.Fatalf("no %s cell in %s", class, row)
+	}
+	return m[1]
+}
+
+func TestIndex(t *testing.T) {
+	f := newFixture(t, true, ui.Options{})
+	r := f.do(t, "GET", prefix+"/", nil, nil)
+	if r.status != 200 || r.header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("%d %v", r.status, r.header)
+	}
+	for _, c := range []struct {
+		queue                             string
+		count, visible, invisible, oldest string
+	}{
+		// orders: one leased, one delayed; the oldest put 3 minutes ago.
+		{"orders", "3", "1", "2", "3m00s old"},
+		{"invoices", "1", "1", "0", "2h03m old"},
+		{"empty", "0", "0", "0", ""},
+		{"audit", "1", "1", "0", "0s old"},
+	} {
+		tr := row(t, r.body, `data-queue="`+c.queue+`"`)
+		if cell(t, tr, "count") != c.count || cell(t, tr, "visible") != c.visible || cell(t, tr, "invisible") != c.invisible {
+			t.Errorf("%s: %s", c.queue, tr)
+		}
+		if c.oldest != "" && cell(t, tr, "oldest") != c.oldest {
+			t.Errorf("%s oldest: %s", c.queue, tr)
+		}
+		if strings.Contains(tr, "/clear") != (c.count != "0") {
+			t.Errorf("%s: a clear button only for a queue with messages: %s", c.queue, tr)
+		}
+	}
+	for _, want := range []string{
+		"<h2>Account devstoreaccount1</h2>", "<h2>Account teststore2</h2>",
+		`<time datetime="2031-05-17T14:03:00Z">2031-05-17 14:03:00Z</time>`,
+		`href="/_azq/ui/a/devstoreaccount1/orders"`, `href="/_azq/ui/a/teststore2/audit"`,
+		`<button name="by" value="168h">`, `data-refresh="2"`,
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("index lacks %q", want)
+		}
+	}
+}
+
+func TestQueuePage(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, true, ui.Options{})
+	r := f.do(t, "GET", prefix+"/a/devstoreaccount1/orders", nil, nil)
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if strings.Contains(r.body, "<script>alert") || !strings.Contains(r.body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatal("message content is not escaped")
+	}
+	if n := strings.Count(r.body, "<tr data-id="); n != 3 {
+		t.Fatalf("%d message rows, want 3", n)
+	}
+	leased := row(t, r.body, `data-id="`+f.leased.ID.String()+`"`)
+	if cell(t, leased, "dequeues") != "1" || cell(t, leased, "next") != "in 30s" || !strings.Contains(leased, `title="2031-05-17 14:03:30Z"`) {
+		t.Errorf("leased message: %s", leased)
+	}
+	if !strings.Contains(r.body, `<span class="count">3</span> messages: 1 visible, 2 invisible; the oldest is 3m00s old.`) {
+		t.Error("no summary")
+	}
+	// In insertion order, oldest first.
+	if a, b := strings.Index(r.body, "order&#34;:42"), strings.Index(r.body, "order&#34;:44"); a < 0 || b < a {
+		t.Errorf("messages out of order (%d, %d)", a, b)
+	}
+
+	// Looking changed nothing: the lease's receipt still deletes.
+	q, _ := f.main.Queue("orders")
+	if err := q.Delete(ctx, f.leased.ID, f.leased.PopReceipt); err != nil {
+		t.Fatalf("receipt after viewing: %v", err)
+	}
+
+	r = f.do(t, "GET", prefix+"/a/teststore2/audit", nil, nil)
+	if !strings.Contains(row(t, r.body, "data-id"), "never") {
+		t.Error("a message that never expires")
+	}
+	for _, p := range []string{"/a/devstoreaccount1/nosuch", "/a/nosuch/orders", "/nosuch", "/a/devstoreaccount1"} {
+		if r := f.do(t, "GET", prefix+p, nil, nil); r.status != 404 {
+			t.Errorf("GET %s: %d", p, r.status)
+		}
+	}
+	if r := f.do(t, "GET", prefix, nil, nil); r.status != http.StatusFound || r.header.Get("Location") != prefix+"/" {
+		t.Errorf("GET %s: %d %v", prefix, r.status, r.header)
+	}
+}
+
+func TestLongContentIsCut(t *testing.T) {
+	f := newFixture(t, false, ui.Options{MaxMessages: 1})
+	q, _ := f.main.Queue("empty")
+	long := strings.Repeat("é", 100) // 200 bytes
+	q.Put(context.Background(), long, nil)
+	q.Put(context.Background(), "second", nil)
+	r := f.do(t, "GET", prefix+"/a/devstoreaccount1/empty", nil, nil)
+	tr := row(t, r.body, "data-id")
+	if !strings.Contains(tr, `title="`+long+`"`) || !strings.Contains(tr, ">"+strings.Repeat("é", 60)+"…<") {
+		t.Fatalf("long content: %s", tr)
+	}
+	if !strings.Contains(r.body, "The oldest 1 of 2 messages.") || strings.Contains(r.body, "second") {
+		t.Fatal("MaxMessages not applied")
+	}
+}
+
+func TestClear(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false, ui.Options{})
+	count := func() int {
+		q, _ := f.main.Queue("orders")
+		n, _ := q.ApproximateCount(ctx)
+		return n
+	}
+	back := url.Values{"back": {"/a/devstoreaccount1/orders"}}
+	for _, h := range []map[string]string{
+		{"Origin": "https://elsewhere.example"},
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Sec-Fetch-Site": "same-site", "Origin": f.hs.URL},
+	} {
+		if r := f.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", back, h); r.status != 403 || count() != 3 {
+			t.Fatalf("cross-origin clear %v: %d, %d messages left", h, r.status, count())
+		}
+	}
+	if r := f.do(t, "GET", prefix+"/a/devstoreaccount1/orders/clear", nil, nil); r.status != 404 || count() != 3 {
+		t.Fatalf("GET clear: %d", r.status)
+	}
+	r := f.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", back, map[string]string{"Origin": f.hs.URL, "Sec-Fetch-Site": "same-origin"})
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != prefix+"/a/devstoreaccount1/orders" || count() != 0 {
+		t.Fatalf("clear: %d %v, %d messages left", r.status, r.header, count())
+	}
+	// A back field that leaves the UI goes to the index instead.
+	for _, b := range []string{"//evil.example/", "https://evil.example/", "/x?y", ""} {
+		r := f.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", url.Values{"back": {b}}, nil)
+		if r.header.Get("Location") != prefix+"/" {
+			t.Errorf("back %q: redirected to %q", b, r.header.Get("Location"))
+		}
+	}
+	if r := f.do(t, "POST", prefix+"/a/devstoreaccount1/nosuch/clear", nil, nil); r.status != 404 {
+		t.Fatalf("clear of a missing queue: %d", r.status)
+	}
+}
+
+func TestAdvance(t *testing.T) {
+	f := newFixture(t, true, ui.Options{})
+	start := f.clk.Now()
+	r := f.do(t, "POST", prefix+"/clock/advance", url.Values{"by": {"1h30m"}, "back": {"/"}}, nil)
+	if r.status != http.StatusSeeOther || !f.clk.Now().Equal(start.Add(90*time.Minute)) {
+		t.Fatalf("advance: %d, clock %v", r.status, f.clk.Now())
+	}
+	for _, by := range []string{"", "soon", "-1h", "0s", "3600"} {
+		r := f.do(t, "POST", prefix+"/clock/advance", url.Values{"by": {by}, "back": {"/a/devstoreaccount1/orders"}}, nil)
+		if r.status != 400 || !strings.Contains(r.body, `role="alert"`) {
+			t.Errorf("advance by %q: %d", by, r.status)
+		}
+		// The error page's forms still return to the page the
+		// request came from.
+		if !strings.Contains(r.body, `name="back" value="/a/devstoreaccount1/orders"`) {
+			t.Errorf("advance by %q: the error page forgot where it came from", by)
+		}
+	}
+	if len(f.advanced) != 1 {
+		t.Fatalf("advanced %v, want one move", f.advanced)
+	}
+
+	g := newFixture(t, false, ui.Options{})
+	r = g.do(t, "GET", prefix+"/", nil, nil)
+	if strings.Contains(r.body, "/clock/advance") || !strings.Contains(r.body, "(real time)") {
+		t.Fatal("advance offered without a way to move the clock")
+	}
+	if r := g.do(t, "POST", prefix+"/clock/advance", url.Values{"by": {"1h"}}, nil); r.status != 404 || !g.clk.Now().Equal(testNow.Add(2*time.Hour+3*time.Minute)) {
+		t.Fatalf("advance without Advance: %d", r.status)
+	}
+}
+
+func TestRefresh(t *testing.T) {
+	for _, c := range []struct {
+		opt   time.Duration
+		query string
+		want  string
+	}{
+		{0, "", `data-refresh="2"`},
+		{5 * time.Second, "", `data-refresh="5"`},
+		{-1, "", `data-refresh="0"`},
+		{0, "?refresh=0", `data-refresh="0"`},
+		{-1, "?refresh=3", `data-refresh="3"`},
+		{0, "?refresh=x", `data-refresh="2"`},
+	} {
+		f := newFixture(t, false, ui.Options{Refresh: c.opt})
+		if r := f.do(t, "GET", prefix+"/"+c.query, nil, nil); !strings.Contains(r.body, c.want) {
+			t.Errorf("Refresh %v, query %q: want %s", c.opt, c.query, c.want)
+		}
+	}
+}
+
+// TestContentSecurityPolicy: the page's inline script and style are
+// allowed by hash, and nothing else is; a wrong hash would silently stop
+// the page from refreshing itself.
+func TestContentSecurityPolicy(t *testing.T) {
+	f := newFixture(t, false, ui.Options{})
+	r := f.do(t, "GET", prefix+"/", nil, nil)
+	csp := r.header.Get("Content-Security-Policy")
+	for _, tag := range []string{"script", "style"} {
+		m := regexp.MustCompile(`(?s)<`+tag+`>(.*?)</`+tag+`>`).FindAllStringSubmatch(r.body, -1)
+		if len(m) != 1 {
+			t.Fatalf("%d %s elements", len(m), tag)
+		}
+		sum := sha256.Sum256([]byte(m[0][1]))
+		want := tag + "-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "form-action 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+}
+
+func TestAges(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false, ui.Options{})
+	q, _ := f.main.Queue("empty")
+	q.Put(ctx, "x", nil)
+	for _, c := range []struct {
+		by   time.Duration
+		want string
+	}{
+		{59 * time.Second, "59s old"},
+		{time.Second, "1m00s old"},
+		{59*time.Minute + 5*time.Second, "1h00m old"},
+		{22*time.Hour + 59*time.Minute, "23h59m old"},
+		{time.Minute, "1d00h old"},
+		{5*24*time.Hour + 7*time.Hour, "6d07h old"},
+	} {
+		f.clk.Add(c.by)
+		r := f.do(t, "GET", prefix+"/", nil, nil)
+		if got := cell(t, row(t, r.body, `data-queue="empty"`), "oldest"); got != c.want {
+			t.Errorf("age %q, want %q", got, c.want)
+		}
+	}
+}

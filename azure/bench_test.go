@@ -123,8 +123,8 @@ func benchCycles(b *testing.B) (sdk, adapter func()) {
 // raw SDK and through the adapter: the figures benchstat compares.
 func BenchmarkCycle(b *testing.B) {
 	sdk, adapter := benchCycles(b)
-	b.Run("sdk", func(b *testing.B) { measure(b, sdk) })
-	b.Run("adapter", func(b *testing.B) { measure(b, adapter) })
+	b.Run("side=sdk", func(b *testing.B) { measure(b, sdk) })
+	b.Run("side=adapter", func(b *testing.B) { measure(b, adapter) })
 }
 
 // BenchmarkInterleaved runs the two cycles in alternating blocks of 32,
@@ -236,6 +236,6 @@ func cannedCycles(b *testing.B) (sdk, adapter func()) {
 // client's cost alone, the SDK's and the adapter's on top of it.
 func BenchmarkClientCycle(b *testing.B) {
 	sdk, adapter := cannedCycles(b)
-	b.Run("sdk", func(b *testing.B) { measure(b, sdk) })
-	b.Run("adapter", func(b *testing.B) { measure(b, adapter) })
+	b.Run("side=sdk", func(b *testing.B) { measure(b, sdk) })
+	b.Run("side=adapter", func(b *testing.B) { measure(b, adapter) })
 }

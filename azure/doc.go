@@ -38,8 +38,9 @@
 // Java, JavaScript and Python SDKs send the text as is by default
 // (EncodingNone, the default here), while the Azure Functions queue
 // trigger expects base64 by default, as the older .NET storage SDK sent
-// it, and the current SDKs can be told to base64-encode (EncodingBase64).
-// Both sides of a queue must agree; see Options.Encoding.
+// it; the current .NET, Java and Python SDKs can be set to base64
+// (EncodingBase64 here). Both sides of a queue must agree; see
+// Options.Encoding.
 //
 // # Time
 //

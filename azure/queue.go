@@ -267,6 +267,14 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 		k := &keepContent{receipt: receipt.String()}
 		resp, err = q.client.UpdateMessage(context.WithValue(ctx, keepContentKey{}, k), id.String(), "", "", opts)
 		if !k.applied {
+			var re *azcore.ResponseError
+			if err != nil && !errors.As(err, &re) {
+				// No answer from the service (a cancelled context,
+				// a failed connection): report that.
+				return azq.UpdateResult{}, err
+			}
+			// The service answered a request the policy did not
+			// see, and refused it for its empty receipt.
 			return azq.UpdateResult{}, errNoKeepContentPolicy
 		}
 	}

@@ -176,6 +176,15 @@ func TestClientWithoutPolicyRefusesUpdateWithoutContent(t *testing.T) {
 	if err != nil || len(ms) != 1 || ms[0].Content != "keep me" {
 		t.Fatalf("after the refused Update: %+v, %v", ms, err)
 	}
+	// A request that gets no answer fails as itself, policy or not.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := q.Update(cancelled, m.ID, m.PopReceipt, 0, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update with a cancelled context through a plain client: %v", err)
+	}
+	if _, err := e.q.Update(cancelled, m.ID, m.PopReceipt, 0, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update with a cancelled context: %v", err)
+	}
 	if _, err := q.Update(ctx, m.ID, m.PopReceipt, 0, new(string)); err != nil {
 		t.Fatalf("the receipt died with the refused Update: %v", err)
 	}

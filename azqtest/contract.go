@@ -58,7 +58,7 @@ func RunQueueTests(t *testing.T, newQueue func(t *testing.T) Fixture) {
 	}
 }
 
-// suite is one subtest's queue and helpers.
+// suite is one subtest's queue, with the checks the subtests share.
 type suite struct {
 	t    *testing.T
 	q    azq.MessageQueue

@@ -9,4 +9,8 @@
 // does. Every operation takes a context first and returns errors of type
 // *Error, which carry Azure's error code and HTTP status and match the Err…
 // values of this package with errors.Is.
+//
+// MessageQueue is the contract a Queue keeps; package azure keeps it on
+// Azure Queue Storage itself, so that code written against it runs on
+// either, and package azqtest checks a back end against it.
 package azq

@@ -13,9 +13,10 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// Queue is what the worker needs from the queue it consumes: the four
-// message operations of Azure Queue Storage. *azq.Queue satisfies it; so can
-// a client of a remote queue. Put is used on the poison queue only.
+// Queue is what the worker needs from the queue it consumes: four of the
+// message operations of azq.MessageQueue, the queue contract. *azq.Queue
+// satisfies it, and so does a client of a remote queue such as
+// *azure.Queue. Put is used on the poison queue only.
 type Queue interface {
 	Get(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error)
 	Update(ctx context.Context, id azq.MessageID, receipt azq.PopReceipt, visibility time.Duration, content *string) (azq.UpdateResult, error)
@@ -42,6 +43,19 @@ type PoisonOpener func(ctx context.Context, name string) (Queue, error)
 func ServicePoison(svc *azq.Service) PoisonOpener {
 	return func(ctx context.Context, name string) (Queue, error) {
 		q, _, err := svc.CreateQueue(ctx, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		return q, nil
+	}
+}
+
+// OpenerPoison returns a PoisonOpener that opens the poison queue through
+// o, next to the queue o belongs to, as a remote source (an *azure.Queue)
+// does in its storage account.
+func OpenerPoison(o azq.QueueOpener) PoisonOpener {
+	return func(ctx context.Context, name string) (Queue, error) {
+		q, err := o.OpenQueue(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -108,9 +122,11 @@ type Options struct {
 	// Service method that returns a Service (an *azq.Queue made by
 	// Service.CreateQueue, or a type embedding one), ServicePoison of that
 	// Service, so the poison queue is created there on first use, as
-	// Functions does; otherwise none. Without a poison queue (Poison nil,
-	// as for a queue made by azq.New or a remote source, or a source name
-	// that must have none; see PoisonQueueName) a message that has used up
+	// Functions does; else, if the source is an azq.QueueOpener (an
+	// *azure.Queue), OpenerPoison of it, which does the same in the
+	// source's storage account; otherwise none. Without a poison queue
+	// (Poison nil, as for a queue made by azq.New, or a source name that
+	// must have none; see PoisonQueueName) a message that has used up
 	// its attempts is left invisible until its lease lapses and reported
 	// as EventAbandoned, as Functions does when it cannot have a poison
 	// queue. Setting Poison when neither QueueName (nor the source's Name
@@ -230,12 +246,12 @@ func newConfig(q Queue, o Options) (config, error) {
 	if c.Poison == nil {
 		// As Functions creates "<queue>-poison" in the storage account
 		// of the queue, a queue that knows its Service gets its poison
-		// queue there. A remote source has no such method and keeps no
-		// poison queue unless Poison is set.
-		if sq, ok := q.(interface{ Service() *azq.Service }); ok {
-			if svc := sq.Service(); svc != nil {
-				c.Poison = ServicePoison(svc)
-			}
+		// queue there, and a remote source that can open queues next to
+		// it gets it in its account.
+		if sq, ok := q.(interface{ Service() *azq.Service }); ok && sq.Service() != nil {
+			c.Poison = ServicePoison(sq.Service())
+		} else if o, ok := q.(azq.QueueOpener); ok {
+			c.Poison = OpenerPoison(o)
 		}
 	}
 	if c.Poison != nil {

@@ -5,12 +5,20 @@
 // checkpoint instead of starting over.
 //
 //	go run ./examples/longjob
+//
+// With -connection-string the same code runs on a queue of Azure Queue
+// Storage through package azure: a storage account's connection string,
+// or one that azqd prints for its emulated account. The queue (-queue,
+// "renders" by default) is created if needed and cleared first.
+//
+//	go run ./examples/longjob -connection-string "$AZURE_STORAGE_CONNECTION_STRING"
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log"
 	"log/slog"
@@ -18,7 +26,9 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/worker"
+	"github.com/benbjohnson/clock"
 )
 
 // job is the message content: the work and how far it got.
@@ -32,10 +42,41 @@ const (
 	frameTime = 1200 * time.Millisecond // longer than the lease
 )
 
+// queue is what the example needs of either back end: the queue
+// contract, and the clock the worker waits on.
+type queue interface {
+	azq.MessageQueue
+	Clock() clock.Clock
+}
+
+// openQueue returns the queue name in memory, or in the storage account
+// of connectionString, created if needed and emptied.
+func openQueue(ctx context.Context, connectionString, name string) (queue, error) {
+	if connectionString == "" {
+		// A queue of a Service: the worker creates its poison queue there.
+		q, _, err := azq.NewService().CreateQueue(ctx, name, nil)
+		return q, err
+	}
+	svc, err := azure.NewServiceFromConnectionString(connectionString, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The worker creates the poison queue in the same account, through
+	// the queue's OpenQueue.
+	q, _, err := svc.CreateQueue(ctx, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	return q, q.Clear(ctx)
+}
+
 func main() {
+	conn := flag.String("connection-string", "", "run on the queue service of this Azure Storage `connection string` instead of in memory")
+	name := flag.String("queue", "renders", "the queue's `name`")
+	flag.Parse()
+
 	ctx := context.Background()
-	svc := azq.NewService()
-	q, _, err := svc.CreateQueue(ctx, "renders", nil)
+	q, err := openQueue(ctx, *conn, *name)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,7 +98,7 @@ func main() {
 		return func(ctx context.Context, d *worker.Delivery) error {
 			var j job
 			if err := json.Unmarshal([]byte(d.Message.Content), &j); err != nil {
-				return err // malformed: retried, then moved to "renders-poison"
+				return err // malformed: retried, then moved to "<queue>-poison"
 			}
 			fmt.Printf("%s: got the job at frame %d/%d (attempt %d)\n", name, j.Done, j.Frames, d.Message.DequeueCount)
 			clk := q.Clock()
@@ -88,7 +129,7 @@ func main() {
 	// carrying the progress it checkpointed.
 	ctx1, cancel1 := context.WithCancel(ctx)
 	stopFirst = cancel1
-	// q was made by svc, so the poison queue is created there by default.
+	// The poison queue is created next to q by default.
 	w1 := worker.New(q, render("worker 1", 2), worker.Options{LeaseDuration: lease, ShutdownTimeout: -1,
 		Logger: logger.With("worker", 1)})
 	if err := w1.Run(ctx1); err != nil {
@@ -109,8 +150,9 @@ func main() {
 	}
 	s := w2.Stats()
 	fmt.Printf("worker 2 stopped: %+v\n", s)
-	if n, _ := q.ApproximateCount(ctx); n != 0 || s.Succeeded != 1 {
-		log.Fatalf("job not completed: %d messages left", n)
+	// Peek, not ApproximateCount: a remote service's count may lag.
+	if left, err := q.Peek(ctx, 32); err != nil || len(left) != 0 || s.Succeeded != 1 {
+		log.Fatalf("job not completed: %d messages left (%v)", len(left), err)
 	}
 	fmt.Println("job complete; the queue is empty")
 }

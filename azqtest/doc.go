@@ -1,0 +1,28 @@
+// Package azqtest is for testing code that uses azq's queue contract and
+// for testing back ends of it.
+//
+// RunQueueTests checks that a back end keeps the semantics of Azure Queue
+// Storage that a client can observe (pop receipts, visibility, dequeue
+// counts, time-to-live, Peek, Clear, limits and their error codes). This
+// repository runs it against the in-memory azq.Queue, against
+// package azure talking to azq's REST server, and, when
+// AZQ_TEST_AZURE_CONNECTION_STRING names a storage account, against Azure
+// itself; a new back end runs it the same way:
+//
+//	func TestContract(t *testing.T) {
+//		azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+//			mock := clock.NewMock()
+//			return azqtest.Fixture{Queue: azq.New(azq.WithClock(mock)), Clock: mock}
+//		})
+//	}
+//
+// NewServer starts azq's REST server for one test, the in-process answer
+// to starting an emulator in a container: code that takes a connection
+// string (an Azure SDK client, an azure.Queue) talks to it, and the test
+// sees the same queues through the account's *azq.Service and moves their
+// time with a mock clock:
+//
+//	srv := azqtest.NewServer(t)
+//	q, err := azure.NewQueueFromConnectionString(srv.ConnectionString, "jobs",
+//		&azure.Options{Clock: srv.Clock})
+package azqtest

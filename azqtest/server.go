@@ -1,0 +1,74 @@
+package azqtest
+
+import (
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/server"
+	"github.com/benbjohnson/clock"
+)
+
+// Server is azq's REST server for the development account, listening on
+// a loopback port for one test.
+type Server struct {
+	// URL is the server's base URL, such as http://127.0.0.1:41234.
+	URL string
+	// Endpoint is the account's queue endpoint, path-style as the
+	// emulators address accounts: URL + "/devstoreaccount1".
+	Endpoint string
+	// ConnectionString is a Shared Key connection string for the account
+	// at Endpoint, which the Azure SDKs and package azure accept.
+	ConnectionString string
+	// Account is the served account, the well-known development account
+	// with its public key.
+	Account server.Account
+	// Clock is the mock clock the server and its queues read time from.
+	// It starts at the current time, truncated to the second (the REST
+	// API's times are whole seconds, and SAS tokens that an SDK signs
+	// carry real times), and moves only when the test moves it.
+	Clock *clock.Mock
+	// Service holds the account's queues, in process: seed and inspect
+	// them directly, without a request.
+	Service *azq.Service
+	// Handler is the REST handler, for tests that want to wrap it.
+	Handler *server.Server
+
+	hs    *httptest.Server
+	close sync.Once
+}
+
+// NewServer starts a Server and closes it when the test ends (Close may
+// also be called earlier).
+func NewServer(t testing.TB) *Server {
+	t.Helper()
+	mock := clock.NewMock()
+	mock.Set(time.Now().UTC().Truncate(time.Second))
+	acct := server.DevelopmentAccount()
+	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock})
+	hs := httptest.NewServer(h)
+	endpoint := hs.URL + "/" + acct.Name
+	s := &Server{
+		URL:              hs.URL,
+		Endpoint:         endpoint,
+		ConnectionString: acct.ConnectionString(endpoint),
+		Account:          acct,
+		Clock:            mock,
+		Service:          h.Service(acct.Name),
+		Handler:          h,
+		hs:               hs,
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the server, waiting for requests in progress, and deletes
+// the account's queues. It is idempotent.
+func (s *Server) Close() {
+	s.close.Do(func() {
+		s.hs.Close()
+		s.Handler.Close()
+	})
+}

@@ -1,0 +1,66 @@
+package azure_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/azqlib/azq/azqtest"
+	"github.com/azqlib/azq/azure"
+)
+
+// The adapter keeps the queue contract against azq's REST server over
+// loopback, signing with Shared Key, on the server's mock clock.
+func TestContractAgainstServer(t *testing.T) {
+	srv := azqtest.NewServer(t)
+	svc, err := azure.NewServiceFromConnectionString(srv.ConnectionString, &azure.Options{Clock: srv.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+		return azqtest.Fixture{Queue: createQueue(t, svc), Clock: srv.Clock}
+	})
+}
+
+// AzureConnectionStringEnv names the environment variable that points the
+// contract tests at a real storage account.
+const azureConnectionStringEnv = "AZQ_TEST_AZURE_CONNECTION_STRING"
+
+// The adapter keeps the contract against Azure itself, on real time, when
+// AZQ_TEST_AZURE_CONNECTION_STRING names a storage account. Each subtest
+// creates a queue with a random name and deletes it afterwards. CI has no
+// account and skips this.
+func TestContractAgainstAzure(t *testing.T) {
+	conn := os.Getenv(azureConnectionStringEnv)
+	if conn == "" {
+		t.Skip(azureConnectionStringEnv + " is not set")
+	}
+	svc, err := azure.NewServiceFromConnectionString(conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+		return azqtest.Fixture{Queue: createQueue(t, svc)}
+	})
+}
+
+// createQueue creates a queue with a random name in svc and deletes it
+// when the test ends.
+func createQueue(t *testing.T, svc *azure.Service) *azure.Queue {
+	t.Helper()
+	var b [8]byte
+	rand.Read(b[:])
+	name := "azqtest-" + hex.EncodeToString(b[:])
+	q, created, err := svc.CreateQueue(context.Background(), name, nil)
+	if err != nil || !created {
+		t.Fatalf("creating queue %s: created %v, %v", name, created, err)
+	}
+	t.Cleanup(func() {
+		if err := svc.DeleteQueue(context.Background(), name); err != nil {
+			t.Errorf("deleting queue %s: %v", name, err)
+		}
+	})
+	return q
+}

@@ -1,0 +1,51 @@
+// Package azure runs azq's queue contract (azq.MessageQueue) on Azure Queue
+// Storage itself, through the official Go SDK
+// (github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue). Code written
+// against azq — producers, a worker.Worker, their tests — keeps working
+// when it outgrows one process: give it an *azure.Queue instead of an
+// *azq.Queue. The same adapter talks to azq's own REST server (package
+// server, cmd/azqd), which is how this package is tested.
+//
+//	q, err := azure.NewQueueFromConnectionString(conn, "orders", nil)
+//	w := worker.New(q, handle, worker.Options{})
+//
+// # Construction
+//
+// A Queue or Service is made from a connection string, from a URL and an
+// azcore.TokenCredential (for example azidentity's
+// DefaultAzureCredential), or from an SDK client you already have. The
+// constructors that build the client add a pipeline policy the adapter
+// needs (see PrepareClientOptions); a client built elsewhere should be
+// built with PrepareClientOptions too.
+//
+// # Semantics
+//
+// The service decides; the adapter translates. Messages, pop receipts
+// (carried as azq.RemotePopReceipt) and times come from the service's
+// answers, and errors are mapped by Azure error code so that
+// errors.Is(err, azq.ErrMessageNotFound) and the other sentinels work as
+// they do in memory; errors.As also finds the SDK's
+// *azcore.ResponseError, with the raw response. Durations go on the wire
+// in whole seconds, rounded up; azq.NeverExpires is messagettl=-1. Update
+// with nil content sends no body, which keeps the message's content, as
+// the REST API defines; the SDK's UpdateMessage alone would always send
+// one.
+//
+// # Message text encoding
+//
+// Azure stores message text as given; it never encodes or decodes it.
+// Clients differ in what they send: the Go SDK, azq and the current .NET,
+// Java, JavaScript and Python SDKs send the text as is by default
+// (EncodingNone, the default here), while the Azure Functions queue
+// trigger expects base64 by default, as the older .NET storage SDK sent
+// it; the current .NET, Java and Python SDKs can be set to base64
+// (EncodingBase64 here). Both sides of a queue must agree; see
+// Options.Encoding.
+//
+// # Time
+//
+// The service keeps time; Queue.Clock reports the clock the caller's
+// waits should use (Options.Clock, the real clock by default), which
+// package worker picks up. Against azq's server in tests, give it the
+// server's mock clock, so that worker, server and test share one time.
+package azure

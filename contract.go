@@ -1,0 +1,66 @@
+package azq
+
+import (
+	"context"
+	"time"
+)
+
+// MessageQueue is the queue contract: everything a client can observe of
+// one Azure-style queue, and the seam between code that uses a queue and
+// the back end that keeps it. *Queue satisfies it in memory; package
+// azure satisfies it over Azure Queue Storage (or azq's own REST server),
+// so producers, consumers such as package worker, and their tests can be
+// written once against MessageQueue and run on either back end.
+//
+// Every back end keeps the semantics documented on Queue's methods, as a
+// client can observe them: a receipt dies when the message is dequeued
+// again, updated or deleted, and not when its visibility timeout lapses;
+// the receipt Put returns is valid until the first Get; DequeueCount
+// counts Gets only; Peek changes nothing. Package azqtest checks a back
+// end against this contract. Errors match this package's sentinels with
+// errors.Is whichever back end returned them.
+//
+// Back ends differ where Azure is approximate or coarse: a remote
+// service's ApproximateCount may exceed the true count for a while, and
+// its times and durations are whole seconds (package azure rounds a
+// duration up to the next second).
+type MessageQueue interface {
+	// Put adds a message and returns it with its ID, times and a pop
+	// receipt that can Update or Delete it until its first Get.
+	Put(ctx context.Context, content string, opts *PutOptions) (Message, error)
+	// Get takes up to n (1 to 32) visible messages and hides them for
+	// the visibility timeout, each with a fresh pop receipt and its
+	// DequeueCount increased by one. It returns an empty slice, not an
+	// error, when nothing is visible.
+	Get(ctx context.Context, n int, visibility time.Duration) ([]Message, error)
+	// Peek returns up to n (1 to 32) visible messages without a receipt
+	// and without changing anything.
+	Peek(ctx context.Context, n int) ([]Message, error)
+	// Update makes the message id visible again after visibility and,
+	// unless content is nil, replaces its content. It needs the current
+	// receipt and returns the new one, which replaces it.
+	Update(ctx context.Context, id MessageID, receipt PopReceipt, visibility time.Duration, content *string) (UpdateResult, error)
+	// Delete removes the message id; it needs the current receipt.
+	Delete(ctx context.Context, id MessageID, receipt PopReceipt) error
+	// Clear deletes every message, visible or not.
+	Clear(ctx context.Context) error
+	// ApproximateCount returns the number of messages, visible or not;
+	// never fewer than there are.
+	ApproximateCount(ctx context.Context) (int, error)
+}
+
+// QueueOpener is implemented by a queue that can open other queues of
+// the same account, as a remote back end's queue can. OpenQueue returns
+// the queue name next to the receiver, creating it if it does not exist
+// (an existing queue is opened whatever its metadata).
+//
+// Package worker uses it to open a source's poison queue
+// ("<queue>-poison") in the source's own account, as the Azure Functions
+// queue trigger does; a *Queue made by a Service gets the same from its
+// Service instead.
+type QueueOpener interface {
+	OpenQueue(ctx context.Context, name string) (MessageQueue, error)
+}
+
+// Queue is the in-memory back end of the contract.
+var _ MessageQueue = (*Queue)(nil)

@@ -1,0 +1,37 @@
+package azq_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/azqtest"
+	"github.com/benbjohnson/clock"
+)
+
+// The in-memory queue keeps the queue contract, on a mock clock.
+func TestQueueContract(t *testing.T) {
+	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+		mock := clock.NewMock()
+		q := azq.New(azq.WithClock(mock))
+		t.Cleanup(func() { q.Close() })
+		return azqtest.Fixture{Queue: q, Clock: mock}
+	})
+}
+
+// So do the queues of a Service, which share its clock.
+func TestServiceQueueContract(t *testing.T) {
+	mock := clock.NewMock()
+	svc := azq.NewService(azq.WithClock(mock))
+	t.Cleanup(func() { svc.Close() })
+	n := 0
+	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+		n++
+		q, _, err := svc.CreateQueue(context.Background(), fmt.Sprintf("contract-%d", n), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return azqtest.Fixture{Queue: q, Clock: mock}
+	})
+}

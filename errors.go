@@ -70,7 +70,8 @@ type Detail struct {
 // Code (and, for codes azq does not know, its StatusCode): an Error with
 // Code "MessageNotFound" or "PopReceiptMismatch" is ErrMessageNotFound,
 // one with Code "QueueNotFound" is ErrQueueNotFound, and any other 400 is
-// ErrInvalidArgument. So code that checks errors.Is works the same against
+// ErrInvalidArgument (ErrInvalidPopReceipt when its QueryParameterName
+// detail is popreceipt). So code that checks errors.Is works the same against
 // every back end.
 type Error struct {
 	// Code is the Azure error code, e.g. CodeMessageNotFound.
@@ -126,18 +127,18 @@ func (e *Error) kindOf() *Error {
 	if e.kind != nil {
 		return e.kind
 	}
-	if k, ok := kindByCode[e.Code]; ok {
-		if k == ErrInvalidArgument {
-			if p, _ := e.Detail("QueryParameterName"); p == "popreceipt" {
-				return ErrInvalidPopReceipt
-			}
+	k, ok := kindByCode[e.Code]
+	if !ok && e.StatusCode == http.StatusBadRequest {
+		k = ErrInvalidArgument
+	}
+	if k == ErrInvalidArgument {
+		// A missing or malformed receipt, whatever code the service
+		// gives it (InvalidQueryParameterValue, MissingRequiredQueryParameter).
+		if p, _ := e.Detail("QueryParameterName"); strings.EqualFold(p, "popreceipt") {
+			return ErrInvalidPopReceipt
 		}
-		return k
 	}
-	if e.StatusCode == http.StatusBadRequest {
-		return ErrInvalidArgument
-	}
-	return nil
+	return k
 }
 
 // Detail returns the value of the named detail element and whether it is

@@ -39,6 +39,8 @@ func TestOutsideErrorsMatchSentinels(t *testing.T) {
 		{CodeInvalidMarker, 400, nil, []*Error{ErrInvalidMarker, ErrInvalidArgument}},
 		// Codes azq does not list match by status.
 		{"MissingRequiredQueryParameter", 400, nil, []*Error{ErrInvalidArgument}},
+		{"MissingRequiredQueryParameter", 400, []Detail{{"QueryParameterName", "popreceipt"}},
+			[]*Error{ErrInvalidPopReceipt, ErrInvalidArgument}},
 		{"InvalidHeaderValue", 400, nil, []*Error{ErrInvalidArgument}},
 		{CodeOutOfRangeInput, 400, nil, []*Error{ErrInvalidArgument}},
 		{CodeInvalidXMLDocument, 400, nil, []*Error{ErrInvalidArgument}},

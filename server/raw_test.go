@@ -483,7 +483,9 @@ func TestRawAddressing(t *testing.T) {
 		t.Fatal("queue not in the second account")
 	}
 	// Unknown accounts, empty paths, unknown resources, wrong verbs.
-	checkError(t, e.do(t, "GET", "/nosuchaccount?comp=list", "", nil, nil), 403, "AuthenticationFailed")
+	// An account azqd does not serve is 404 ResourceNotFound, before
+	// any credential is looked at, as Azure answers.
+	checkError(t, e.do(t, "GET", "/nosuchaccount?comp=list", "", nil, nil), 404, "ResourceNotFound")
 	checkError(t, e.do(t, "GET", "/", "", nil, nil), 400, "InvalidUri")
 	checkError(t, e.do(t, "GET", acct, "", nil, nil), 400, "InvalidQueryParameterValue")
 	checkError(t, e.do(t, "GET", acct+"/hostq/other", "", nil, nil), 400, "InvalidUri")
@@ -878,7 +880,7 @@ func TestRawErrorTimeBeforeAccount(t *testing.T) {
 		path, code string
 		status     int
 	}{
-		{"/nosuchaccount?comp=list", "AuthenticationFailed", 403},
+		{"/nosuchaccount?comp=list", "ResourceNotFound", 404},
 		{"/", "InvalidUri", 400},
 	} {
 		r := e.do(t, "GET", tc.path, "", nil, nil)

@@ -3,9 +3,7 @@ package server
 import (
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -125,54 +123,6 @@ func versionNumber(v string) (int, bool) {
 		return 0, false
 	}
 	return n, true
-}
-
-// query is a parsed query string: a short list of decoded pairs, which
-// beats a map for the handful of parameters a request carries.
-type query struct {
-	pairs []qpair
-	buf   [8]qpair
-}
-
-type qpair struct{ k, v string }
-
-func (p *query) parse(raw string) error {
-	p.pairs = p.buf[:0]
-	for raw != "" {
-		var part string
-		part, raw, _ = strings.Cut(raw, "&")
-		if part == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(part, "=")
-		var err error
-		if k, err = unescape(k); err != nil {
-			return errInvalidURI()
-		}
-		if v, err = unescape(v); err != nil {
-			return errInvalidURI()
-		}
-		p.pairs = append(p.pairs, qpair{k, v})
-	}
-	return nil
-}
-
-func unescape(s string) (string, error) {
-	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
-		return s, nil
-	}
-	return url.QueryUnescape(s)
-}
-
-// get returns the first value of the named parameter. Azure's parameter
-// names are case-sensitive lower case.
-func (p *query) get(name string) (string, bool) {
-	for _, kv := range p.pairs {
-		if kv.k == name {
-			return kv.v, true
-		}
-	}
-	return "", false
 }
 
 // setCommonHeaders sets the headers every response carries. The values
@@ -312,6 +262,7 @@ var azureMessages = map[azq.ErrorCode]string{
 	"MissingRequiredQueryParameter":       "A query parameter that's mandatory for this request is not specified.",
 	"MissingRequiredHeader":               "An HTTP header that's mandatory for this request is not specified.",
 	"InvalidUri":                          "The requested URI does not represent any resource on the server.",
+	"ResourceNotFound":                    "The specified resource does not exist.",
 	"UnsupportedHttpVerb":                 "The resource doesn't support specified Http Verb.",
 	"InternalError":                       "Server encountered an internal error. Please try again after some time.",
 	"CorsPreflightFailure":                "CORS not enabled or no matching rule found for this request.",
@@ -329,7 +280,13 @@ func errInternal() *azq.Error {
 }
 
 func errInvalidURI() *azq.Error {
-	return &azq.Error{Code: "InvalidUri", StatusCode: http.StatusBadRequest}
+	return &azq.Error{Code: "InvalidUri", StatusCode: http.StatusBadRequest, Message: azureMessages["InvalidUri"]}
+}
+
+// errResourceNotFound is 404 ResourceNotFound, Azure's answer for a
+// resource (here: an account) it does not serve.
+func errResourceNotFound() *azq.Error {
+	return &azq.Error{Code: "ResourceNotFound", StatusCode: http.StatusNotFound, Message: azureMessages["ResourceNotFound"]}
 }
 
 func errUnsupportedVerb() *azq.Error {
@@ -341,7 +298,7 @@ func invalidQueryValue(name, value, reason string) *azq.Error {
 	if reason != "" {
 		d = append(d, azq.Detail{Name: "Reason", Value: reason})
 	}
-	return &azq.Error{Code: azq.CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest, Details: d}
+	return &azq.Error{Code: azq.CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest, Message: msgInvalidQueryValue, Details: d}
 }
 
 func missingQuery(name string) *azq.Error {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,10 @@ type Options struct {
 	Accounts []Account
 	// Clock is the clock every account's azq.Service reads time from;
 	// nil means the real clock. The handler takes the Date header and the
-	// time SAS tokens are checked against from the same clock.
+	// time SAS tokens are checked against from the same clock. Unless it is
+	// a *clock.Mock, Shared Key requests dated more than 15 minutes from
+	// it are refused, as Azure refuses them; a mock clock skips that check,
+	// since clients sign with their own real clock.
 	Clock clock.Clock
 	// AllowAnonymous accepts requests that carry no credentials at all.
 	// Requests that do carry credentials are still verified.
@@ -47,6 +51,8 @@ type Server struct {
 	// clock is the clock every account shares; errors raised before the
 	// request's account is known take their time from it.
 	clock clock.Clock
+	// checkDateSkew is set unless clock is a mock; see authorize.
+	checkDateSkew bool
 
 	dateCache atomic.Pointer[cachedDate]
 }
@@ -74,12 +80,14 @@ func New(opts Options) *Server {
 	if c == nil {
 		c = clock.New()
 	}
+	_, mock := c.(*clock.Mock)
 	s := &Server{
-		accounts: make(map[string]*accountState, len(accts)),
-		anon:     opts.AllowAnonymous,
-		strict:   opts.StrictVersion,
-		log:      opts.Logger,
-		clock:    c,
+		accounts:      make(map[string]*accountState, len(accts)),
+		anon:          opts.AllowAnonymous,
+		strict:        opts.StrictVersion,
+		log:           opts.Logger,
+		clock:         c,
+		checkDateSkew: !mock,
 	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
@@ -125,14 +133,19 @@ type request struct {
 	acct      *accountState
 	secondary bool
 	pathStyle bool
-	queue     string
-	msgID     string
-	op        operation
-	version   string
-	verNum    int // the version as yyyymmdd
-	reqID     string
-	now       time.Time
-	query     query
+	// accountSeg is the account's path segment as sent (path-style).
+	accountSeg string
+	// rest is the path below the account as sent, without its leading
+	// slash; classify splits it into segments.
+	rest    string
+	queue   string
+	msgID   string
+	op      operation
+	version string
+	verNum  int // the version as yyyymmdd
+	reqID   string
+	now     time.Time
+	query   query
 
 	status  int
 	errCode string
@@ -203,8 +216,8 @@ func (q *request) serve() {
 		return
 	}
 	if err := authorize(authRequest{
-		r: q.r, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
-		op: q.op, now: q.now, policy: q.acct.policy, allowAnonymous: q.s.anon,
+		r: q.r, query: &q.query, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
+		op: q.op, now: q.now, checkDateSkew: q.s.checkDateSkew, policy: q.acct.policy, allowAnonymous: q.s.anon,
 	}); err != nil {
 		if e, ok := err.(*azq.Error); ok && e.StatusCode == http.StatusUnauthorized {
 			q.w.Header().Set("WWW-Authenticate", bearerChallenge)
@@ -261,27 +274,40 @@ func (q *request) serve() {
 // resolveAccount finds the account the request addresses: host-style when
 // the first DNS label of a non-IP host names a served account (or its
 // "-secondary"), else path-style from the first path segment. It leaves
-// the path below the account in q.queue and q.msgID via classify.
+// the path below the account, as sent, in q.rest for classify.
+//
+// Routing reads the path as sent (requestPath), not the decoded
+// r.URL.Path: a percent-encoded "/" is part of its segment, so
+// "/devstoreaccount1/victim%2Fmessages" names the queue "victim/messages"
+// (an invalid name), never the messages of queue "victim". That is also
+// the path the Shared Key signature covers and the one a proxy in front
+// sees.
 func (q *request) resolveAccount() error {
+	raw := strings.TrimPrefix(requestPath(q.r), "/")
 	host := hostWithoutPort(q.r.Host)
 	if label, _, _ := strings.Cut(host, "."); label != "" {
 		// Only a label that names an account is worth the IP check; an
 		// emulator address such as 127.0.0.1 never gets that far.
 		if a, sec := q.s.lookupAccount(strings.ToLower(label)); a != nil && net.ParseIP(host) == nil {
-			q.acct, q.secondary = a, sec
+			q.acct, q.secondary, q.rest = a, sec, raw
 			return nil
 		}
 	}
-	p := strings.TrimPrefix(q.r.URL.Path, "/")
-	seg, _, _ := strings.Cut(p, "/")
+	rawSeg, rest, _ := strings.Cut(raw, "/")
+	seg, err := url.PathUnescape(rawSeg)
+	if err != nil {
+		return errInvalidURI()
+	}
 	if seg == "" {
 		return errInvalidURI()
 	}
 	a, sec := q.s.lookupAccount(seg)
 	if a == nil {
-		return authFailed("The storage account " + truncate(seg, 64) + " is not served by this endpoint.")
+		// Azure answers a request for an account it does not serve
+		// before looking at its credentials.
+		return errResourceNotFound()
 	}
-	q.acct, q.secondary, q.pathStyle = a, sec, true
+	q.acct, q.secondary, q.pathStyle, q.accountSeg, q.rest = a, sec, true, rawSeg, rest
 	return nil
 }
 
@@ -311,22 +337,10 @@ func (s *Server) lookupAccount(name string) (*accountState, bool) {
 	return nil, false
 }
 
-// resourcePath returns the request path below the account.
-func (q *request) resourcePath() string {
-	p := q.r.URL.Path
-	if q.pathStyle {
-		p = strings.TrimPrefix(p, "/")
-		_, rest, _ := strings.Cut(p, "/")
-		return rest
-	}
-	return strings.TrimPrefix(p, "/")
-}
-
 // classify decides the operation from the method, the path below the
 // account and the comp/restype parameters.
 func (q *request) classify() error {
-	p := q.resourcePath()
-	p = strings.TrimSuffix(p, "/")
+	p := strings.TrimSuffix(q.rest, "/")
 	m := q.r.Method
 	if m == http.MethodOptions {
 		q.op = opPreflight
@@ -337,6 +351,10 @@ func (q *request) classify() error {
 	for p != "" && n < len(parts) {
 		var seg string
 		seg, p, _ = strings.Cut(p, "/")
+		seg, err := url.PathUnescape(seg)
+		if err != nil {
+			return errInvalidURI()
+		}
 		parts[n] = seg
 		n++
 	}

@@ -88,7 +88,7 @@ func (q *Queue) now() int64 {
 	if q.real {
 		return wallNow()
 	}
-	return q.clock.Now().UnixNano()
+	return clockNanos(q.clock.Now())
 }
 
 func (q *Queue) closedErr() error {

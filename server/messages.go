@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -32,6 +33,33 @@ func (q *request) optionalSeconds(name string) (int, bool, error) {
 	return n, true, err
 }
 
+// maxTTLSeconds is the largest messagettl: Azure's Put Message takes any
+// positive number of seconds (an Int64 on the wire) from version
+// 2017-07-29 on.
+const maxTTLSeconds = math.MaxInt64
+
+// parseTTL reads messagettl: from 2017-07-29 on, -1 (never expires) or
+// 1 to maxTTLSeconds; before it, 1 to 7 days. A count of seconds too large
+// for a time.Duration saturates: the core then reports the expiration time
+// as 9999-12-31T23:59:59Z and never expires the message.
+func parseTTL(v string, verNum int) (time.Duration, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, invalidQueryValue("messagettl", v, "")
+	}
+	switch {
+	case verNum < 20170729 && (n < 1 || n > maxTTLBefore20170729):
+		return 0, outOfRange("messagettl", v, "1", strconv.Itoa(maxTTLBefore20170729))
+	case n == -1:
+		return azq.NeverExpires, nil
+	case n < 1:
+		return 0, outOfRange("messagettl", v, "-1", strconv.FormatInt(maxTTLSeconds, 10))
+	case n > math.MaxInt64/int64(time.Second):
+		return math.MaxInt64, nil
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
 // messageBody reads and parses a QueueMessage body and applies the
 // message size limit of old service versions; the current limit is the
 // core's.
@@ -56,23 +84,13 @@ func (q *request) putMessage() error {
 	if err != nil {
 		return err
 	}
-	ttl, hasTTL, err := q.optionalSeconds("messagettl")
-	if err != nil {
-		return err
-	}
 	opts := azq.PutOptions{VisibilityTimeout: time.Duration(vis) * time.Second}
-	if hasTTL {
-		v, _ := q.query.get("messagettl")
-		switch {
-		case q.verNum < 20170729 && (ttl < 1 || ttl > maxTTLBefore20170729):
-			return outOfRange("messagettl", v, "1", strconv.Itoa(maxTTLBefore20170729))
-		case ttl == -1:
-			opts.TimeToLive = azq.NeverExpires
-		case ttl < 1:
-			return outOfRange("messagettl", v, "-1", "2147483647")
-		default:
-			opts.TimeToLive = time.Duration(ttl) * time.Second
+	if v, ok := q.query.get("messagettl"); ok {
+		ttl, err := parseTTL(v, q.verNum)
+		if err != nil {
+			return err
 		}
+		opts.TimeToLive = ttl
 	}
 	text, err := q.messageBody()
 	if err != nil {

@@ -65,6 +65,8 @@
 //	                                   move forward to an RFC 3339 time
 //
 // The clock never moves backwards: a negative advance, or a set to an
-// earlier time, is refused with 400. Without -clock-control every /_azq/
+// earlier time, is refused with 400. Nor does it move past
+// 2262-04-11T23:47:16.854775807Z, the last instant azq represents (its
+// times are Unix nanoseconds). Without -clock-control every /_azq/
 // path answers 404 and the emulator follows the real clock.
 package main

@@ -29,6 +29,7 @@ const (
 // covers them exactly as sent, so they are kept as strings.
 type sasFields struct {
 	sv, ss, srt, sp, st, se, sip, spr, si, ses, sig string
+	svNum                                           int // sv as yyyymmdd
 	present                                         map[string]bool
 }
 
@@ -65,17 +66,11 @@ func parseSASFields(q *query) (sasFields, *azq.Error) {
 	if f.sv == "" {
 		return f, authFailed("sv is mandatory. Cannot be empty")
 	}
-	if !validVersion(f.sv) {
+	var ok bool
+	if f.svNum, ok = parseServiceVersion(f.sv); !ok {
 		return f, authFailed("The signed version '" + f.sv + "' is not a valid service version.")
 	}
 	return f, nil
-}
-
-// validVersion reports whether v is a service version: a YYYY-MM-DD date.
-// Versions compare correctly as strings once this holds.
-func validVersion(v string) bool {
-	_, err := time.Parse("2006-01-02", v)
-	return err == nil && len(v) == 10
 }
 
 // authorizeSAS verifies a shared access signature in the query: an account
@@ -94,7 +89,7 @@ func authorizeSAS(a authRequest) error {
 // authorizeAccountSAS checks an account SAS (Create an account SAS, D-asas;
 // introduced with version 2015-04-05).
 func authorizeAccountSAS(a authRequest, f sasFields) error {
-	if f.sv < "2015-04-05" {
+	if f.svNum < 20150405 {
 		return authFailed("Account SAS requires signed version 2015-04-05 or later; got '" + f.sv + "'.")
 	}
 	for _, req := range []struct{ name, val string }{{"ss", f.ss}, {"srt", f.srt}, {"sp", f.sp}, {"se", f.se}} {
@@ -124,7 +119,7 @@ func authorizeAccountSAS(a authRequest, f sasFields) error {
 	}
 
 	fields := []string{a.account.Name, f.sp, f.ss, f.srt, f.st, f.se, f.sip, f.spr, f.sv}
-	if f.sv >= "2020-12-06" {
+	if f.svNum >= 20201206 {
 		fields = append(fields, f.ses)
 	}
 	stringToSign := strings.Join(fields, "\n") + "\n"
@@ -209,7 +204,7 @@ var queueSASNeeds = map[operation]string{
 // the request, so a SAS for one queue used on another queue (or on the
 // service) fails the signature check, as in Azure.
 func authorizeServiceSAS(a authRequest, f sasFields) error {
-	if f.sv < "2012-02-12" {
+	if f.svNum < 20120212 {
 		return authFailed("Queue SAS requires signed version 2012-02-12 or later; got '" + f.sv + "'.")
 	}
 	if f.si == "" && (f.se == "" || f.sp == "") {
@@ -226,7 +221,7 @@ func authorizeServiceSAS(a authRequest, f sasFields) error {
 		return err
 	}
 	var ipr *ipRange
-	if f.sv >= "2015-04-05" {
+	if f.svNum >= 20150405 {
 		if ipr, err = parseSASIPRange(f.sip); err != nil {
 			return err
 		}
@@ -296,7 +291,7 @@ func authorizeServiceSAS(a authRequest, f sasFields) error {
 	if err := checkSASIP(a.r, ipr); err != nil {
 		return err
 	}
-	if f.sv >= "2015-04-05" {
+	if f.svNum >= 20150405 {
 		if err := checkSASProtocol(a.r, f.spr); err != nil {
 			return err
 		}
@@ -320,11 +315,11 @@ func authorizeServiceSAS(a authRequest, f sasFields) error {
 //   - 2012-02-12 to 2015-02-20: sp, st, se, /account/queue, si, sv
 func queueSASStringToSign(account, queue string, f sasFields) string {
 	resource := "/queue/" + account + "/" + queue
-	if f.sv < "2015-02-21" {
+	if f.svNum < 20150221 {
 		resource = "/" + account + "/" + queue
 	}
 	fields := []string{f.sp, f.st, f.se, resource, f.si}
-	if f.sv >= "2015-04-05" {
+	if f.svNum >= 20150405 {
 		fields = append(fields, f.sip, f.spr)
 	}
 	fields = append(fields, f.sv)

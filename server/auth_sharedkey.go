@@ -127,7 +127,7 @@ func sharedKeyStringsToSign(a authRequest) []string {
 	clens := []string{clen}
 	if clen == "0" {
 		clens[0] = ""
-		if v := r.Header.Get("X-Ms-Version"); v == "" || v < "2015-02-21" {
+		if n, _ := parseServiceVersion(r.Header.Get("X-Ms-Version")); n < 20150221 {
 			clens = append(clens, "0")
 		}
 	}

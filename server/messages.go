@@ -104,22 +104,7 @@ func (q *request) putMessage() error {
 	if err != nil {
 		return err
 	}
-	b := getBuf()
-	b.b = append(b.b, xmlHeader...)
-	b.b = append(b.b, "<QueueMessagesList><QueueMessage><MessageId>"...)
-	b.b = appendID(b.b, m.ID)
-	b.b = append(b.b, "</MessageId><InsertionTime>"...)
-	b.b = m.InsertionTime.UTC().AppendFormat(b.b, rfc1123GMT)
-	b.b = append(b.b, "</InsertionTime><ExpirationTime>"...)
-	b.b = m.ExpirationTime.UTC().AppendFormat(b.b, rfc1123GMT)
-	b.b = append(b.b, "</ExpirationTime><PopReceipt>"...)
-	b.b = appendReceipt(b.b, m.PopReceipt)
-	b.b = append(b.b, "</PopReceipt><TimeNextVisible>"...)
-	b.b = m.NextVisibleTime.UTC().AppendFormat(b.b, rfc1123GMT)
-	b.b = append(b.b, "</TimeNextVisible></QueueMessage></QueueMessagesList>"...)
-	q.w.Header()["Cache-Control"] = noCache
-	q.writeXML(http.StatusCreated, b.b)
-	putBuf(b)
+	q.writeMessages(http.StatusCreated, []azq.Message{m}, putForm)
 	return nil
 }
 
@@ -157,7 +142,7 @@ func (q *request) getMessages() error {
 	if err != nil {
 		return err
 	}
-	q.writeMessages(ms, false)
+	q.writeMessages(http.StatusOK, ms, getForm)
 	return nil
 }
 
@@ -174,12 +159,22 @@ func (q *request) peekMessages() error {
 	if err != nil {
 		return err
 	}
-	q.writeMessages(ms, true)
+	q.writeMessages(http.StatusOK, ms, peekForm)
 	return nil
 }
 
-// writeMessages answers Get (with receipts) or Peek (without).
-func (q *request) writeMessages(ms []azq.Message, peek bool) {
+// messageForm is the set of QueueMessage elements an operation answers
+// with.
+type messageForm int
+
+const (
+	putForm  messageForm = iota // Put: ID, times, receipt; no count or text
+	getForm                     // Get: every element
+	peekForm                    // Peek: no receipt, no next-visible time
+)
+
+// writeMessages answers Put, Get or Peek with a QueueMessagesList.
+func (q *request) writeMessages(status int, ms []azq.Message, form messageForm) {
 	b := getBuf()
 	b.b = append(b.b, xmlHeader...)
 	if len(ms) == 0 {
@@ -187,32 +182,40 @@ func (q *request) writeMessages(ms []azq.Message, peek bool) {
 	} else {
 		b.b = append(b.b, "<QueueMessagesList>"...)
 		for i := range ms {
-			m := &ms[i]
-			b.b = append(b.b, "<QueueMessage><MessageId>"...)
-			b.b = appendID(b.b, m.ID)
-			b.b = append(b.b, "</MessageId><InsertionTime>"...)
-			b.b = m.InsertionTime.UTC().AppendFormat(b.b, rfc1123GMT)
-			b.b = append(b.b, "</InsertionTime><ExpirationTime>"...)
-			b.b = m.ExpirationTime.UTC().AppendFormat(b.b, rfc1123GMT)
-			if !peek {
-				b.b = append(b.b, "</ExpirationTime><PopReceipt>"...)
-				b.b = appendReceipt(b.b, m.PopReceipt)
-				b.b = append(b.b, "</PopReceipt><TimeNextVisible>"...)
-				b.b = m.NextVisibleTime.UTC().AppendFormat(b.b, rfc1123GMT)
-				b.b = append(b.b, "</TimeNextVisible><DequeueCount>"...)
-			} else {
-				b.b = append(b.b, "</ExpirationTime><DequeueCount>"...)
-			}
-			b.b = strconv.AppendInt(b.b, m.DequeueCount, 10)
-			b.b = append(b.b, "</DequeueCount><MessageText>"...)
-			b.b = appendEscaped(b.b, m.Content)
-			b.b = append(b.b, "</MessageText></QueueMessage>"...)
+			b.b = appendQueueMessage(b.b, &ms[i], form)
 		}
 		b.b = append(b.b, "</QueueMessagesList>"...)
 	}
 	q.w.Header()["Cache-Control"] = noCache
-	q.writeXML(http.StatusOK, b.b)
+	q.writeXML(status, b.b)
 	putBuf(b)
+}
+
+// appendQueueMessage appends m as a QueueMessage element in the given
+// form, its elements in the order Azure writes them.
+func appendQueueMessage(b []byte, m *azq.Message, form messageForm) []byte {
+	b = append(b, "<QueueMessage><MessageId>"...)
+	b = appendUUID(b, m.ID)
+	b = append(b, "</MessageId><InsertionTime>"...)
+	b = m.InsertionTime.UTC().AppendFormat(b, rfc1123GMT)
+	b = append(b, "</InsertionTime><ExpirationTime>"...)
+	b = m.ExpirationTime.UTC().AppendFormat(b, rfc1123GMT)
+	b = append(b, "</ExpirationTime>"...)
+	if form != peekForm {
+		b = append(b, "<PopReceipt>"...)
+		b = appendReceipt(b, m.PopReceipt)
+		b = append(b, "</PopReceipt><TimeNextVisible>"...)
+		b = m.NextVisibleTime.UTC().AppendFormat(b, rfc1123GMT)
+		b = append(b, "</TimeNextVisible>"...)
+	}
+	if form != putForm {
+		b = append(b, "<DequeueCount>"...)
+		b = strconv.AppendInt(b, m.DequeueCount, 10)
+		b = append(b, "</DequeueCount><MessageText>"...)
+		b = appendEscaped(b, m.Content)
+		b = append(b, "</MessageText>"...)
+	}
+	return append(b, "</QueueMessage>"...)
 }
 
 // receipt reads the popreceipt parameter.
@@ -297,17 +300,6 @@ func (q *request) updateMessage() error {
 	h["X-Ms-Time-Next-Visible"] = []string{res.NextVisibleTime.UTC().Format(rfc1123GMT)}
 	q.writeHeader(http.StatusNoContent)
 	return nil
-}
-
-func appendID(b []byte, id azq.MessageID) []byte {
-	const hexd = "0123456789abcdef"
-	for i, c := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, hexd[c>>4], hexd[c&0xf])
-	}
-	return b
 }
 
 func appendReceipt(b []byte, r azq.PopReceipt) []byte {

@@ -10,14 +10,6 @@ import (
 	"github.com/azqlib/azq"
 )
 
-// latestVersion is the newest x-ms-version this server knows. It answers
-// with it when a request names none.
-const (
-	latestVersion    = "2026-02-06"
-	latestVersionNum = 20260206
-	oldestVersionNum = 20090919
-)
-
 // serverHeader is the Server header Azure's queue service sends.
 var serverHeader = []string{"Windows-Azure-Queue/1.0 Microsoft-HTTPAPI/2.0"}
 
@@ -35,37 +27,21 @@ func newRequestID() string {
 	}
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	const hexd = "0123456789abcdef"
 	var out [36]byte
-	j := 0
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j] = hexd[c>>4]
-		out[j+1] = hexd[c&0xf]
-		j += 2
-	}
-	return string(out[:])
+	return string(appendUUID(out[:0], b))
 }
 
-// parseVersion validates x-ms-version: YYYY-MM-DD, from 2009-09-19 on,
-// and in strict mode no newer than latestVersion.
-func (q *request) parseVersion() error {
-	vs := q.r.Header.Values("X-Ms-Version")
-	if len(vs) == 0 {
-		return nil
+// appendUUID appends id in the canonical 8-4-4-4-12 lower-case hex form,
+// the form of message IDs and request IDs on the wire.
+func appendUUID(b []byte, id [16]byte) []byte {
+	const hexd = "0123456789abcdef"
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexd[c>>4], hexd[c&0xf])
 	}
-	v := vs[0]
-	n, ok := versionNumber(v)
-	if !ok || len(vs) > 1 || n < oldestVersionNum || (q.s.strict && n > latestVersionNum) {
-		return &azq.Error{Code: "InvalidHeaderValue", StatusCode: http.StatusBadRequest,
-			Message: msgInvalidHeaderValue,
-			Details: []azq.Detail{{Name: "HeaderName", Value: "x-ms-version"}, {Name: "HeaderValue", Value: truncate(v, 256)}}}
-	}
-	q.version, q.verNum = v, n
-	return nil
+	return b
 }
 
 // maxClientRequestID is the documented limit of x-ms-client-request-id:
@@ -83,46 +59,6 @@ func (q *request) checkClientRequestID() error {
 	return &azq.Error{Code: "InvalidHeaderValue", StatusCode: http.StatusBadRequest,
 		Message: msgInvalidHeaderValue,
 		Details: []azq.Detail{{Name: "HeaderName", Value: "x-ms-client-request-id"}, {Name: "HeaderValue", Value: truncate(id[0], 256)}}}
-}
-
-// sasVersion applies a SAS's signed version (sv) as the request's
-// version when no x-ms-version header names one: Azure handles such a
-// request with the version the token was signed for. A malformed sv is
-// left to authorization to report.
-func (q *request) sasVersion() {
-	if _, ok := q.r.Header["X-Ms-Version"]; ok {
-		return
-	}
-	if _, ok := q.query.get("sig"); !ok {
-		return
-	}
-	sv, _ := q.query.get("sv")
-	if n, ok := versionNumber(sv); ok && n >= oldestVersionNum && (!q.s.strict || n <= latestVersionNum) {
-		q.version, q.verNum = sv, n
-	}
-}
-
-// versionNumber parses a service version "YYYY-MM-DD" into yyyymmdd.
-func versionNumber(v string) (int, bool) {
-	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < 10; i++ {
-		if i == 4 || i == 7 {
-			continue
-		}
-		c := v[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	month, day := n/100%100, n%100
-	if month < 1 || month > 12 || day < 1 || day > 31 {
-		return 0, false
-	}
-	return n, true
 }
 
 // setCommonHeaders sets the headers every response carries. The values

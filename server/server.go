@@ -155,7 +155,7 @@ type request struct {
 // ServeHTTP serves one REST request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: latestVersion, verNum: latestVersionNum}
+	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -229,43 +229,7 @@ func (q *request) serve() {
 		q.fail(err)
 		return
 	}
-	var err error
-	switch q.op {
-	case opListQueues:
-		err = q.listQueues()
-	case opGetServiceProperties:
-		err = q.getServiceProperties()
-	case opSetServiceProperties:
-		err = q.setServiceProperties()
-	case opGetServiceStats:
-		err = q.getServiceStats()
-	case opCreateQueue:
-		err = q.createQueue()
-	case opDeleteQueue:
-		err = q.deleteQueue()
-	case opGetQueueMetadata:
-		err = q.getQueueMetadata()
-	case opSetQueueMetadata:
-		err = q.setQueueMetadata()
-	case opGetQueueACL:
-		err = q.getQueueACL()
-	case opSetQueueACL:
-		err = q.setQueueACL()
-	case opPutMessage:
-		err = q.putMessage()
-	case opGetMessages:
-		err = q.getMessages()
-	case opPeekMessages:
-		err = q.peekMessages()
-	case opDeleteMessage:
-		err = q.deleteMessage()
-	case opClearMessages:
-		err = q.clearMessages()
-	case opUpdateMessage:
-		err = q.updateMessage()
-	default:
-		err = errInternal()
-	}
+	err := operations[q.op].serve(q)
 	if err != nil {
 		q.fail(err)
 	}
@@ -338,14 +302,14 @@ func (s *Server) lookupAccount(name string) (*accountState, bool) {
 }
 
 // classify decides the operation from the method, the path below the
-// account and the comp/restype parameters.
+// account and the comp and restype parameters, by the route table.
 func (q *request) classify() error {
-	p := strings.TrimSuffix(q.rest, "/")
 	m := q.r.Method
 	if m == http.MethodOptions {
 		q.op = opPreflight
 		return nil
 	}
+	p := strings.TrimSuffix(q.rest, "/")
 	var parts [4]string
 	n := 0
 	for p != "" && n < len(parts) {
@@ -358,121 +322,40 @@ func (q *request) classify() error {
 		parts[n] = seg
 		n++
 	}
-	if p != "" {
+	if p != "" || n > int(resMessage) || n >= 2 && parts[1] != "messages" {
 		return errInvalidURI()
 	}
+	res := resource(n)
+	q.queue = parts[0]
+	q.msgID = parts[2]
 	comp, _ := q.query.get("comp")
-	switch n {
-	case 0:
-		restype, _ := q.query.get("restype")
-		switch {
-		case comp == "list" && restype == "":
-			if m != http.MethodGet {
-				return errUnsupportedVerb()
-			}
-			q.op = opListQueues
-		case comp == "properties" && restype == "service":
-			switch m {
-			case http.MethodGet:
-				q.op = opGetServiceProperties
-			case http.MethodPut:
-				q.op = opSetServiceProperties
-			default:
-				return errUnsupportedVerb()
-			}
-		case comp == "stats" && restype == "service":
-			if m != http.MethodGet {
-				return errUnsupportedVerb()
-			}
-			q.op = opGetServiceStats
-		default:
-			if restype != "" && restype != "service" {
-				return invalidQueryValue("restype", restype, "")
-			}
-			return invalidQueryValue("comp", comp, "")
-		}
-		return nil
-	case 1:
-		q.queue = parts[0]
-		switch comp {
-		case "":
-			switch m {
-			case http.MethodPut:
-				q.op = opCreateQueue
-			case http.MethodDelete:
-				q.op = opDeleteQueue
-			case http.MethodGet, http.MethodHead:
-				return invalidQueryValue("comp", comp, "")
-			default:
-				return errUnsupportedVerb()
-			}
-		case "metadata":
-			switch m {
-			case http.MethodGet, http.MethodHead:
-				q.op = opGetQueueMetadata
-			case http.MethodPut:
-				q.op = opSetQueueMetadata
-			default:
-				return errUnsupportedVerb()
-			}
-		case "acl":
-			switch m {
-			case http.MethodGet, http.MethodHead:
-				q.op = opGetQueueACL
-			case http.MethodPut:
-				q.op = opSetQueueACL
-			default:
-				return errUnsupportedVerb()
-			}
-		default:
-			return invalidQueryValue("comp", comp, "")
-		}
-		return nil
-	case 2:
-		if parts[1] != "messages" {
-			return errInvalidURI()
-		}
-		q.queue = parts[0]
-		switch m {
-		case http.MethodPost:
-			q.op = opPutMessage
-		case http.MethodGet:
-			q.op = opGetMessages
-			if v, ok := q.query.get("peekonly"); ok {
-				switch strings.ToLower(v) {
-				case "true":
-					q.op = opPeekMessages
-				case "false":
-				default:
-					return invalidQueryValue("peekonly", v, "")
-				}
-			}
-		case http.MethodDelete:
-			q.op = opClearMessages
-		default:
-			return errUnsupportedVerb()
-		}
-		return nil
-	case 3:
-		if parts[1] != "messages" {
-			return errInvalidURI()
-		}
-		q.queue, q.msgID = parts[0], parts[2]
-		switch m {
-		case http.MethodPut:
-			if q.verNum < 20110818 {
-				// Update Message exists from version 2011-08-18 on.
-				return errUnsupportedVerb()
-			}
-			q.op = opUpdateMessage
-		case http.MethodDelete:
-			q.op = opDeleteMessage
-		default:
-			return errUnsupportedVerb()
-		}
-		return nil
+	restype, _ := q.query.get("restype")
+	rt, found, allowed := findRoute(res, m, comp, restype)
+	switch {
+	case !found && res == resService && restype != "" && restype != "service":
+		return invalidQueryValue("restype", restype, "")
+	case !found:
+		return invalidQueryValue("comp", comp, "")
+	case res == resQueue && comp == "" && (m == http.MethodGet || m == http.MethodHead):
+		// A queue without comp has no operation to read; Azure reports
+		// the missing comp as an invalid value, not the method.
+		return invalidQueryValue("comp", comp, "")
+	case !allowed || q.verNum < rt.minVersion:
+		return errUnsupportedVerb()
 	}
-	return errInvalidURI()
+	q.op = rt.op
+	if q.op == opGetMessages {
+		if v, ok := q.query.get("peekonly"); ok {
+			switch strings.ToLower(v) {
+			case "true":
+				q.op = opPeekMessages
+			case "false":
+			default:
+				return invalidQueryValue("peekonly", v, "")
+			}
+		}
+	}
+	return nil
 }
 
 // checkTimeout validates the timeout parameter every operation accepts.

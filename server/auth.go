@@ -182,10 +182,10 @@ func authorize(a authRequest) error {
 		return err
 	}
 	if a.secondary && !a.op.readOnly() {
-		// The secondary of an RA-GRS account is a read-only replica.
-		// Azure's SAS error table files operations that are refused for
-		// reasons other than the credential under AuthorizationFailure.
-		return authzFailure("Write operations are not allowed on the secondary location of the account.")
+		// The secondary of an RA-GRS account is a read-only replica;
+		// Azure refuses writes to it with 403
+		// InsufficientAccountPermissions.
+		return errWriteOnSecondary()
 	}
 	return nil
 }
@@ -237,6 +237,13 @@ func invalidAuthInfo(detail string) *azq.Error {
 	return authErr("InvalidAuthenticationInfo", http.StatusBadRequest,
 		"Authentication information is not given in the correct format. Check the value of Authorization header.",
 		detail)
+}
+
+// errWriteOnSecondary is Azure's answer to a write sent to the read-only
+// secondary endpoint.
+func errWriteOnSecondary() *azq.Error {
+	return authErr("InsufficientAccountPermissions", http.StatusForbidden,
+		"Write operations are not allowed.", "")
 }
 
 // The following are Azure's SAS error codes (Shared access signature error

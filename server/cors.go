@@ -110,7 +110,8 @@ func (r *corsRule) allowsHeader(h string) bool {
 }
 
 // corsHeaders adds CORS response headers to an actual (non-preflight)
-// request with an Origin header that a rule matches.
+// request with an Origin header that a rule matches, and Vary: Origin to
+// a GET or HEAD that none matches while the account has rules.
 func (q *request) corsHeaders(h http.Header) {
 	origin := q.r.Header.Get("Origin")
 	q.acct.mu.RLock()
@@ -120,6 +121,12 @@ func (q *request) corsHeaders(h http.Header) {
 	}
 	r := q.acct.props.matchRule(origin, q.r.Method)
 	if r == nil {
+		// The answer to a GET or HEAD still depends on the origin (another
+		// origin may match a rule), so caches must not reuse it across
+		// origins.
+		if q.r.Method == http.MethodGet || q.r.Method == http.MethodHead {
+			h.Add("Vary", "Origin")
+		}
 		return
 	}
 	if r.wildcardOrigin() {
@@ -134,17 +141,29 @@ func (q *request) corsHeaders(h http.Header) {
 	}
 }
 
+// errCORSHeaderMissing is Azure's answer to a preflight without one of
+// the headers CORS requires (Origin, Access-Control-Request-Method): 400
+// InvalidHeaderValue, with a message of its own.
+func errCORSHeaderMissing(name string) *azq.Error {
+	return &azq.Error{Code: "InvalidHeaderValue", StatusCode: http.StatusBadRequest,
+		Message: msgCORSHeaderMissing, Details: []azq.Detail{{Name: "HeaderName", Value: name}}}
+}
+
+// msgCORSHeaderMissing is the message Azure's front end gives a preflight
+// without Origin or Access-Control-Request-Method.
+const msgCORSHeaderMissing = "A required CORS header is not present."
+
 // preflight answers a CORS preflight (OPTIONS) request from the account's
 // CORS rules. It is never authenticated.
 func (q *request) preflight() {
 	origin := q.r.Header.Get("Origin")
-	if origin == "" {
-		q.fail(missingHeader("Origin"))
-		return
-	}
 	method := q.r.Header.Get("Access-Control-Request-Method")
-	if method == "" {
-		q.fail(missingHeader("Access-Control-Request-Method"))
+	switch {
+	case origin == "":
+		q.fail(errCORSHeaderMissing("Origin"))
+		return
+	case method == "":
+		q.fail(errCORSHeaderMissing("Access-Control-Request-Method"))
 		return
 	}
 	var reqHeaders []string

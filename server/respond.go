@@ -205,6 +205,10 @@ var azureMessages = map[azq.ErrorCode]string{
 }
 
 func errorMessage(e *azq.Error) string {
+	if e.Message == msgCORSHeaderMissing {
+		// Azure's message for this case, not the code's usual one.
+		return e.Message
+	}
 	if m, ok := azureMessages[e.Code]; ok {
 		return m
 	}
@@ -240,11 +244,6 @@ func invalidQueryValue(name, value, reason string) *azq.Error {
 func missingQuery(name string) *azq.Error {
 	return &azq.Error{Code: "MissingRequiredQueryParameter", StatusCode: http.StatusBadRequest,
 		Details: []azq.Detail{{Name: "QueryParameterName", Value: name}}}
-}
-
-func missingHeader(name string) *azq.Error {
-	return &azq.Error{Code: "MissingRequiredHeader", StatusCode: http.StatusBadRequest,
-		Details: []azq.Detail{{Name: "HeaderName", Value: name}}}
 }
 
 func outOfRange(name, value, min, max string) *azq.Error {

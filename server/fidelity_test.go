@@ -145,3 +145,28 @@ func TestRawWriteToSecondary(t *testing.T) {
 		t.Fatalf("a write to the secondary stored %d messages", n)
 	}
 }
+
+// TestLogLevels: one record per request, at debug level for a success,
+// info for a client error (with Azure's error code), error for a server
+// error, each naming the operation, account, queue, status, duration,
+// x-ms-version and User-Agent.
+func TestLogLevels(t *testing.T) {
+	var buf syncBuffer
+	e := newRawEnv(t, server.Options{Logger: slogTo(&buf)}) // info level
+	hdr := map[string]string{"x-ms-version": "2021-12-02", "User-Agent": "logtest/1.0"}
+	e.do(t, "PUT", acct+"/levels", "", nil, hdr)
+	if s := buf.String(); s != "" {
+		t.Fatalf("a successful request was logged at info level: %s", s)
+	}
+	e.do(t, "GET", acct+"/nosuch/messages", "", nil, hdr)
+	line := buf.String()
+	for _, want := range []string{"level=INFO", "op=GetMessages", "account=devstoreaccount1", "queue=nosuch", "status=404",
+		"error_code=QueueNotFound", "duration=", "x_ms_version=2021-12-02", "user_agent=logtest/1.0"} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("4xx record lacks %q: %s", want, line)
+		}
+	}
+	if n := strings.Count(line, "\n"); n != 1 {
+		t.Fatalf("%d records for one request: %s", n, line)
+	}
+}

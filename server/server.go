@@ -36,8 +36,11 @@ type Options struct {
 	// version this server knows. By default any well-formed version from
 	// 2009-09-19 on is accepted and echoed back.
 	StrictVersion bool
-	// Logger receives one record per request (method, path, operation,
-	// status, duration, request id); nil logs nothing.
+	// Logger receives one record per request: method, path, operation,
+	// account, queue, status, Azure error code, duration, the x-ms-version
+	// and User-Agent sent, and the request id. Successful requests are
+	// logged at debug level, client errors (4xx) at info, server errors
+	// (5xx) at error. nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -107,6 +110,35 @@ func (s *Server) Service(account string) *azq.Service {
 	return nil
 }
 
+// Reset empties every account: it deletes every queue and restores the
+// default service properties (no CORS rules, logging and metrics off), as
+// a freshly started server has them. Tests call it between cases for
+// isolation. Requests served meanwhile see some queues gone and others
+// not yet.
+func (s *Server) Reset(ctx context.Context) error {
+	for _, a := range s.accounts {
+		for {
+			page, err := a.svc.ListQueues(ctx, azq.ListQueuesOptions{})
+			if err != nil {
+				return err
+			}
+			if len(page.Queues) == 0 {
+				break
+			}
+			for _, it := range page.Queues {
+				err := a.svc.DeleteQueue(ctx, it.Name)
+				if err != nil && !errors.Is(err, azq.ErrQueueNotFound) {
+					return err
+				}
+			}
+		}
+		a.mu.Lock()
+		a.props = defaultServiceProperties()
+		a.mu.Unlock()
+	}
+	return nil
+}
+
 // Close closes every account's Service, deleting all queues. Requests
 // served afterwards find no queues and cannot create any.
 func (s *Server) Close() error {
@@ -169,17 +201,51 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if s.log != nil {
-			path := ""
-			if r.URL != nil {
-				path = r.URL.Path
-			}
-			s.log.Info("request",
-				"method", r.Method, "path", path, "op", q.op.String(),
-				"status", q.status, "error_code", q.errCode,
-				"duration", time.Since(start), "request_id", q.reqID)
+			q.logRequest(time.Since(start))
 		}
 	}()
 	q.serve()
+}
+
+// logRequest writes the request's log record: at debug level when it
+// succeeded, at info level with the error code when the client erred
+// (4xx), at error level when the server did (5xx).
+func (q *request) logRequest(took time.Duration) {
+	level := slog.LevelDebug
+	switch {
+	case q.status >= 500:
+		level = slog.LevelError
+	case q.status >= 400:
+		level = slog.LevelInfo
+	}
+	ctx := context.Background()
+	if !q.s.log.Enabled(ctx, level) {
+		return
+	}
+	path, account := "", ""
+	if q.r.URL != nil {
+		path = q.r.URL.Path
+	}
+	if q.acct != nil {
+		account = q.acct.acct.Name
+	}
+	attrs := []slog.Attr{
+		slog.String("method", q.r.Method),
+		slog.String("path", path),
+		slog.String("op", q.op.String()),
+		slog.String("account", account),
+		slog.String("queue", q.queue),
+		slog.Int("status", q.status),
+	}
+	if q.errCode != "" {
+		attrs = append(attrs, slog.String("error_code", q.errCode))
+	}
+	attrs = append(attrs,
+		slog.Duration("duration", took),
+		slog.String("x_ms_version", q.r.Header.Get("X-Ms-Version")),
+		slog.String("user_agent", q.r.UserAgent()),
+		slog.String("request_id", q.reqID))
+	q.s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 
 func (q *request) serve() {

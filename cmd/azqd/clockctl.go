@@ -12,10 +12,6 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// clockPrefix is where the clock-control endpoints live. "_" can start
-// neither an account nor a queue name, so no Azure request has this path.
-const clockPrefix = "/_azq/"
-
 // clockControl serves the endpoints that read and move the emulator's mock
 // clock. mu serializes moves: clock.Mock fires due timers while it moves
 // and is not meant to be moved from two goroutines at once.

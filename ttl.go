@@ -150,6 +150,7 @@ func (q *Queue) expiryLive(e expiryEntry) bool {
 // whether anything is due.
 func (q *Queue) purgeExpired(now int64) {
 	h := &q.expiry
+	expired := false
 	for len(h.items) > 0 && h.items[0].at <= now {
 		e := h.items[0]
 		h.popMin()
@@ -161,6 +162,12 @@ func (q *Queue) purgeExpired(now int64) {
 		q.visRemove(n)
 		q.store.release(e.slot)
 		q.count--
+		expired = true
+	}
+	if expired && q.count == 0 {
+		// The last messages expired: give back what they needed.
+		q.trimIdle()
+		return
 	}
 	q.compactLazy()
 }

@@ -135,7 +135,7 @@ func (r *ring) push(e ringEntry, at int64) {
 }
 
 func (r *ring) grow() {
-	size := max(64, 2*len(r.entries))
+	size := max(8, 2*len(r.entries))
 	e := make([]ringEntry, size)
 	for i := 0; i < r.n; i++ {
 		e[i] = r.at(i)

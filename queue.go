@@ -87,7 +87,7 @@ func (q *Queue) now() int64 {
 	if q.real {
 		return wallNow()
 	}
-	return q.clock.Now().UnixNano()
+	return clockNanos(q.clock.Now())
 }
 
 func (q *Queue) closedErr() error {
@@ -271,7 +271,11 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 	q.forgetExpiry(n)
 	q.store.release(slot)
 	q.count--
-	q.compactLazy()
+	if q.count == 0 {
+		q.trimIdle()
+	} else {
+		q.compactLazy()
+	}
 	q.mu.Unlock()
 	return nil
 }
@@ -322,6 +326,27 @@ func (q *Queue) Clear(ctx context.Context) error {
 	q.clearLocked()
 	q.mu.Unlock()
 	return nil
+}
+
+// keepExpiryEntries is the most entries an emptied queue's expiry heap
+// keeps.
+const keepExpiryEntries = 32
+
+// trimIdle gives back what an empty queue's messages needed, so that an
+// idle queue costs little however many messages it once held. With no
+// message left, every ring and expiry entry is dead, so all are dropped;
+// arrays beyond a few dozen entries go with them, and the slot store
+// trims itself. Small arrays stay, so a queue through which messages
+// pass one batch at a time does not reallocate on every batch. q.mu must
+// be held and q.count be 0.
+func (q *Queue) trimIdle() {
+	q.vis.trimRings()
+	h := &q.expiry
+	h.items, h.stale = h.items[:0], 0
+	if cap(h.items) > keepExpiryEntries {
+		h.items = nil
+	}
+	q.store.trim()
 }
 
 func (q *Queue) clearLocked() {

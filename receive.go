@@ -106,7 +106,7 @@ func (q *Queue) wakeAt(at int64) {
 		// A mock clock may have moved between reading now and arming the
 		// timer, which would then fire late by that much: arm it again. A
 		// real clock's drift here is nanoseconds.
-		if q.mock != nil && q.mock.Now().UnixNano() != now {
+		if q.mock != nil && q.now() != now {
 			t.Stop()
 			continue
 		}

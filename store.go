@@ -1,10 +1,17 @@
 package azq
 
-// slotStore holds a queue's messages in fixed-size chunks of nodes, addressed
-// by a 32-bit slot index. Chunks keep nodes contiguous (no allocation per
-// message, good locality) and never move, so a slot stays valid for as long
-// as its message lives. Freed slots are reused last-in first-out, while they
-// are still warm in the cache.
+// slotStore holds a queue's messages in chunks of nodes, addressed by a
+// 32-bit slot index. Chunks keep nodes contiguous (no allocation per
+// message, good locality); freed slots are reused last-in first-out, while
+// they are still warm in the cache.
+//
+// The store grows with what it holds: the first chunk starts at firstChunk
+// nodes and doubles, moving its nodes, until it reaches chunkSize; later
+// chunks have chunkSize nodes from the start and never move. So a queue
+// that only ever holds a few messages costs a few nodes, not a 4,096-node
+// chunk (320 KiB). Because the first chunk moves, no *node may be held
+// across alloc; slots, which the indexes and receipts carry, stay valid.
+// When the queue empties, trim gives the memory back.
 type slotStore struct {
 	chunks [][]node
 	free   []uint32
@@ -15,6 +22,11 @@ const (
 	chunkShift = 12
 	chunkSize  = 1 << chunkShift
 	chunkMask  = chunkSize - 1
+
+	// firstChunk is the size of the first chunk of a new store.
+	firstChunk = 8
+	// keepSlots is the most slots an emptied store keeps (see trim).
+	keepSlots = 32
 )
 
 // alloc returns a free slot and its node, which the caller fills in.
@@ -25,8 +37,17 @@ func (s *slotStore) alloc() (uint32, *node) {
 		return slot, s.at(slot)
 	}
 	slot := s.next
-	if int(slot>>chunkShift) == len(s.chunks) {
-		s.chunks = append(s.chunks, make([]node, chunkSize))
+	switch c := int(slot >> chunkShift); {
+	case c == len(s.chunks):
+		size := chunkSize
+		if c == 0 {
+			size = firstChunk
+		}
+		s.chunks = append(s.chunks, make([]node, size))
+	case c == 0 && int(slot) == len(s.chunks[0]):
+		grown := make([]node, min(2*len(s.chunks[0]), chunkSize))
+		copy(grown, s.chunks[0])
+		s.chunks[0] = grown
 	}
 	s.next++
 	return slot, s.at(slot)
@@ -55,6 +76,18 @@ func (s *slotStore) lookup(slot uint32) *node {
 func (s *slotStore) release(slot uint32) {
 	*s.at(slot) = node{}
 	s.free = append(s.free, slot)
+}
+
+// trim gives back the memory of a store that holds no message. A store
+// that never needed more than keepSlots slots is kept as it is, so that a
+// queue through which a few messages at a time pass does not reallocate
+// each time it empties; a larger one starts over empty. Slots start again
+// from 0, so the caller must first drop every index entry that names a
+// slot (they all name freed slots: the queue is empty).
+func (s *slotStore) trim() {
+	if s.next > keepSlots {
+		*s = slotStore{}
+	}
 }
 
 // reset frees every slot and the memory behind them.

@@ -18,11 +18,33 @@ const neverExpires int64 = math.MaxInt64
 // expires.
 var farFuture = time.Date(9999, time.December, 31, 23, 59, 59, 0, time.UTC)
 
+// expirationTime is the expiration time a message reports. A time-to-live
+// that reaches past what Unix nanoseconds hold saturates at
+// neverExpires-1 (see addNanos); Azure reports such an expiry, like that
+// of a message that never expires, as 9999-12-31T23:59:59Z, the latest
+// time it writes.
 func expirationTime(ns int64) time.Time {
-	if ns == neverExpires {
+	if ns >= neverExpires-1 {
 		return farFuture
 	}
 	return fromNanos(ns)
+}
+
+// lastInstant is the latest time azq represents, a few nanoseconds before
+// Unix nanoseconds overflow on 2262-04-11. It leaves room for addNanos'
+// saturated neverExpires-1 to stay later than now, so a message hidden at
+// the last instant is not visible again at once.
+const lastInstant = neverExpires - 2
+
+// clockNanos converts a clock reading to Unix nanoseconds, saturating at
+// lastInstant. time.Time.UnixNano wraps past 2262, which would put a mock
+// clock set beyond it back in 1678.
+func clockNanos(t time.Time) int64 {
+	if sec := t.Unix(); sec > lastInstant/1e9 ||
+		sec == lastInstant/1e9 && int64(t.Nanosecond()) > lastInstant%1e9 {
+		return lastInstant
+	}
+	return t.UnixNano()
 }
 
 // addNanos returns now+d, saturating below neverExpires so that a finite
@@ -128,6 +150,7 @@ func (q *Queue) expiryLive(e expiryEntry) bool {
 // whether anything is due.
 func (q *Queue) purgeExpired(now int64) {
 	h := &q.expiry
+	expired := false
 	for len(h.items) > 0 && h.items[0].at <= now {
 		e := h.items[0]
 		h.popMin()
@@ -139,6 +162,12 @@ func (q *Queue) purgeExpired(now int64) {
 		q.vis.remove(n)
 		q.store.release(e.slot)
 		q.count--
+		expired = true
+	}
+	if expired && q.count == 0 {
+		// The last messages expired: give back what they needed.
+		q.trimIdle()
+		return
 	}
 	q.compactLazy()
 }

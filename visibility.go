@@ -105,6 +105,22 @@ func (v *visIndex) reset() {
 	*v = visIndex{tree: v.tree, store: v.store}
 }
 
+// keepRingEntries is the most entries a ring of an emptied queue keeps.
+const keepRingEntries = 32
+
+// trimRings empties the rings of a queue that holds no message, all of
+// whose ring entries are dead, and gives back ring arrays beyond
+// keepRingEntries.
+func (v *visIndex) trimRings() {
+	for i := range v.rings {
+		r := &v.rings[i]
+		r.head, r.n, r.dead = 0, 0, 0
+		if len(r.entries) > keepRingEntries {
+			r.entries = nil
+		}
+	}
+}
+
 // compactDead compacts each ring once its dead entries outnumber the
 // live ones, which bounds it to about twice its live size at an amortized
 // O(1) cost per removal. Call it after a change that removed something,
@@ -151,7 +167,7 @@ func (r *ring) push(e ringEntry, at int64) {
 }
 
 func (r *ring) grow() {
-	size := max(64, 2*len(r.entries))
+	size := max(8, 2*len(r.entries))
 	e := make([]ringEntry, size)
 	for i := 0; i < r.n; i++ {
 		e[i] = r.at(i)

@@ -99,7 +99,9 @@ func signatureMatches(keys [][]byte, candidates []string, sig string) bool {
 
 // authRequest is everything authorize needs to know about one request.
 type authRequest struct {
-	r       *http.Request
+	r *http.Request
+	// query is r's parsed query; nil makes authorize parse it.
+	query   *query
 	account *Account
 	keys    [][]byte // account's keys, decoded (keyBytes)
 	// secondary is true when the request addressed "<account>-secondary"
@@ -111,6 +113,10 @@ type authRequest struct {
 	// now comes from the service's injected clock (it may be a mock clock
 	// far from real time).
 	now time.Time
+	// checkDateSkew refuses a Shared Key request whose date is more than
+	// maxDateSkew from now. The server sets it when its clock is the real
+	// one; see authorize.
+	checkDateSkew bool
 	// policy looks up a stored access policy of the named queue by ID (for
 	// service SAS with si=). found=false when the queue has no such
 	// policy; err is an *azq.Error (e.g. QueueNotFound) to return as is.
@@ -132,12 +138,14 @@ type authRequest struct {
 // request is anonymous); only an authenticated (or allowed anonymous)
 // request learns that it cannot write to the read-only secondary.
 //
-// Date and x-ms-date are deliberately not compared with now. Azure rejects
-// requests whose date is more than about 15 minutes off, but now comes
-// from the service's clock, which tests often set to a mock time days away
-// from the client's real clock; a skew check would then reject every
-// correctly signed request. The date header is still covered by the
-// signature.
+// A Shared Key request must carry x-ms-date or Date, which the signature
+// covers. Azure also refuses a request whose date is more than 15 minutes
+// from its own clock, which limits how long a captured request can be
+// replayed; the server does the same when checkDateSkew is set, that is
+// when it runs on the real clock. On a mock clock the check is skipped:
+// the clients sign with their own real clock, and a mock clock that stands
+// still or was moved days ahead would otherwise refuse every correctly
+// signed request.
 func authorize(a authRequest) error {
 	if a.op == opPreflight {
 		return nil
@@ -145,13 +153,25 @@ func authorize(a authRequest) error {
 	if a.r == nil || a.r.URL == nil || a.account == nil {
 		return authFailed("The request could not be attributed to a storage account.")
 	}
+	if a.query == nil {
+		q, err := parseQuery(a.r.URL.RawQuery)
+		if err != nil {
+			return authFailed("The query string is not well formed.")
+		}
+		a.query = q
+	}
+	hasHeader := len(a.r.Header.Values("Authorization")) > 0
+	sas := !hasHeader && a.query.has("sig")
+	if err := a.query.checkRepeated(sas); err != nil {
+		return err
+	}
 	var err error
 	switch {
 	case a.oauth != nil && isBearer(a.r):
 		err = a.oauth.authorize(a)
-	case len(a.r.Header.Values("Authorization")) > 0:
+	case hasHeader:
 		err = authorizeHeader(a)
-	case queryHas(a.r.URL.RawQuery, "sig"):
+	case sas:
 		err = authorizeSAS(a)
 	case !a.allowAnonymous:
 		// Azure answers a request without any credentials with 401
@@ -167,26 +187,12 @@ func authorize(a authRequest) error {
 		return err
 	}
 	if a.secondary && !a.op.readOnly() {
-		// The secondary of an RA-GRS account is a read-only replica.
-		// Azure's SAS error table files operations that are refused for
-		// reasons other than the credential under AuthorizationFailure.
-		return authzFailure("Write operations are not allowed on the secondary location of the account.")
+		// The secondary of an RA-GRS account is a read-only replica;
+		// Azure refuses writes to it with 403
+		// InsufficientAccountPermissions.
+		return errWriteOnSecondary()
 	}
 	return nil
-}
-
-// queryHas reports whether the raw query has a parameter of that name,
-// without allocating a parsed map for requests that carry none.
-func queryHas(rawQuery, name string) bool {
-	for rawQuery != "" {
-		var part string
-		part, rawQuery, _ = strings.Cut(rawQuery, "&")
-		k, _, _ := strings.Cut(part, "=")
-		if k == name {
-			return true
-		}
-	}
-	return false
 }
 
 // The Message texts below are Azure's; the handler appends RequestId and
@@ -236,6 +242,13 @@ func invalidAuthInfo(detail string) *azq.Error {
 	return authErr("InvalidAuthenticationInfo", http.StatusBadRequest,
 		"Authentication information is not given in the correct format. Check the value of Authorization header.",
 		detail)
+}
+
+// errWriteOnSecondary is Azure's answer to a write sent to the read-only
+// secondary endpoint.
+func errWriteOnSecondary() *azq.Error {
+	return authErr("InsufficientAccountPermissions", http.StatusForbidden,
+		"Write operations are not allowed.", "")
 }
 
 // The following are Azure's SAS error codes (Shared access signature error

@@ -138,7 +138,7 @@ func (v *bearerVerifier) authorize(a authRequest) error {
 		// refuses such requests with 403 rather than serve them.
 		return authFailed("Authentication scheme Bearer is not allowed over HTTP; send the request over HTTPS.")
 	}
-	ver, ok := versionNumber(a.r.Header.Get("X-Ms-Version"))
+	ver, ok := parseServiceVersion(a.r.Header.Get("X-Ms-Version"))
 	if !ok || ver < oauthFirstVersion {
 		return authFailed("Authentication scheme Bearer is not supported in this version. Send x-ms-version 2017-11-09 or later.")
 	}

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
@@ -30,11 +29,17 @@ const (
 // covers them exactly as sent, so they are kept as strings.
 type sasFields struct {
 	sv, ss, srt, sp, st, se, sip, spr, si, ses, sig string
+	svNum                                           int // sv as yyyymmdd
 	present                                         map[string]bool
 }
 
-func parseSASFields(rawQuery string) (sasFields, *azq.Error) {
-	q, _ := url.ParseQuery(rawQuery) // keep what parses; a broken pair cannot carry a valid SAS field
+// sasFieldNames are the query parameters a SAS consists of.
+var sasFieldNames = map[string]bool{
+	"sv": true, "ss": true, "srt": true, "sp": true, "st": true, "se": true,
+	"sip": true, "spr": true, "si": true, "ses": true, "sig": true,
+}
+
+func parseSASFields(q *query) (sasFields, *azq.Error) {
 	f := sasFields{present: map[string]bool{}}
 	for _, p := range []struct {
 		name string
@@ -44,17 +49,15 @@ func parseSASFields(rawQuery string) (sasFields, *azq.Error) {
 		{"st", &f.st}, {"se", &f.se}, {"sip", &f.sip}, {"spr", &f.spr},
 		{"si", &f.si}, {"ses", &f.ses}, {"sig", &f.sig},
 	} {
-		vs, ok := q[p.name]
+		v, ok := q.get(p.name)
 		if !ok {
 			continue
 		}
-		if len(vs) != 1 {
-			return f, authFailed("The SAS field '" + p.name + "' appears more than once.")
-		}
-		if len(vs[0]) > maxSASField {
+		// A repeated field never gets here: checkRepeated refused it.
+		if len(v) > maxSASField {
 			return f, authFailed("The SAS field '" + p.name + "' is too long.")
 		}
-		*p.dst = vs[0]
+		*p.dst = v
 		f.present[p.name] = true
 	}
 	if f.sig == "" {
@@ -63,23 +66,17 @@ func parseSASFields(rawQuery string) (sasFields, *azq.Error) {
 	if f.sv == "" {
 		return f, authFailed("sv is mandatory. Cannot be empty")
 	}
-	if !validVersion(f.sv) {
+	var ok bool
+	if f.svNum, ok = parseServiceVersion(f.sv); !ok {
 		return f, authFailed("The signed version '" + f.sv + "' is not a valid service version.")
 	}
 	return f, nil
 }
 
-// validVersion reports whether v is a service version: a YYYY-MM-DD date.
-// Versions compare correctly as strings once this holds.
-func validVersion(v string) bool {
-	_, err := time.Parse("2006-01-02", v)
-	return err == nil && len(v) == 10
-}
-
 // authorizeSAS verifies a shared access signature in the query: an account
 // SAS when ss or srt is present, else a service SAS for the queue.
 func authorizeSAS(a authRequest) error {
-	f, err := parseSASFields(a.r.URL.RawQuery)
+	f, err := parseSASFields(a.query)
 	if err != nil {
 		return err
 	}
@@ -92,7 +89,7 @@ func authorizeSAS(a authRequest) error {
 // authorizeAccountSAS checks an account SAS (Create an account SAS, D-asas;
 // introduced with version 2015-04-05).
 func authorizeAccountSAS(a authRequest, f sasFields) error {
-	if f.sv < "2015-04-05" {
+	if f.svNum < 20150405 {
 		return authFailed("Account SAS requires signed version 2015-04-05 or later; got '" + f.sv + "'.")
 	}
 	for _, req := range []struct{ name, val string }{{"ss", f.ss}, {"srt", f.srt}, {"sp", f.sp}, {"se", f.se}} {
@@ -122,7 +119,7 @@ func authorizeAccountSAS(a authRequest, f sasFields) error {
 	}
 
 	fields := []string{a.account.Name, f.sp, f.ss, f.srt, f.st, f.se, f.sip, f.spr, f.sv}
-	if f.sv >= "2020-12-06" {
+	if f.svNum >= 20201206 {
 		fields = append(fields, f.ses)
 	}
 	stringToSign := strings.Join(fields, "\n") + "\n"
@@ -207,7 +204,7 @@ var queueSASNeeds = map[operation]string{
 // the request, so a SAS for one queue used on another queue (or on the
 // service) fails the signature check, as in Azure.
 func authorizeServiceSAS(a authRequest, f sasFields) error {
-	if f.sv < "2012-02-12" {
+	if f.svNum < 20120212 {
 		return authFailed("Queue SAS requires signed version 2012-02-12 or later; got '" + f.sv + "'.")
 	}
 	if f.si == "" && (f.se == "" || f.sp == "") {
@@ -224,7 +221,7 @@ func authorizeServiceSAS(a authRequest, f sasFields) error {
 		return err
 	}
 	var ipr *ipRange
-	if f.sv >= "2015-04-05" {
+	if f.svNum >= 20150405 {
 		if ipr, err = parseSASIPRange(f.sip); err != nil {
 			return err
 		}
@@ -294,7 +291,7 @@ func authorizeServiceSAS(a authRequest, f sasFields) error {
 	if err := checkSASIP(a.r, ipr); err != nil {
 		return err
 	}
-	if f.sv >= "2015-04-05" {
+	if f.svNum >= 20150405 {
 		if err := checkSASProtocol(a.r, f.spr); err != nil {
 			return err
 		}
@@ -318,11 +315,11 @@ func authorizeServiceSAS(a authRequest, f sasFields) error {
 //   - 2012-02-12 to 2015-02-20: sp, st, se, /account/queue, si, sv
 func queueSASStringToSign(account, queue string, f sasFields) string {
 	resource := "/queue/" + account + "/" + queue
-	if f.sv < "2015-02-21" {
+	if f.svNum < 20150221 {
 		resource = "/" + account + "/" + queue
 	}
 	fields := []string{f.sp, f.st, f.se, resource, f.si}
-	if f.sv >= "2015-04-05" {
+	if f.svNum >= 20150405 {
 		fields = append(fields, f.sip, f.spr)
 	}
 	fields = append(fields, f.sv)

@@ -2,11 +2,10 @@ package server
 
 import (
 	"net/http"
-	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxAuthorizationHeader bounds the Authorization value we are willing to
@@ -50,6 +49,9 @@ func authorizeHeader(a authRequest) error {
 		return authFailed("The account name '" + name + "' in the Authorization header does not match the account '" + a.account.Name + "' addressed by the request.")
 	}
 
+	if err := checkRequestDate(a); err != nil {
+		return err
+	}
 	var candidates []string
 	if lite {
 		candidates = sharedKeyLiteStringsToSign(a)
@@ -57,11 +59,53 @@ func authorizeHeader(a authRequest) error {
 		candidates = sharedKeyStringsToSign(a)
 	}
 	if signatureMatches(a.keys, candidates, sig) {
-		return nil
+		return checkDateSkew(a)
 	}
 	return authFailed("The MAC signature found in the HTTP request '" + sig +
 		"' is not the same as any computed signature. Server used following string to sign: '" +
 		candidates[0] + "'.")
+}
+
+// maxDateSkew is how far a Shared Key request's date may be from the
+// server's clock: Azure's 15 minutes.
+const maxDateSkew = 15 * time.Minute
+
+// requestDate returns the date a Shared Key request is signed for:
+// x-ms-date when present (it takes precedence, as in the string-to-sign),
+// else Date.
+func requestDate(r *http.Request) string {
+	if d := r.Header.Get("X-Ms-Date"); d != "" {
+		return d
+	}
+	return r.Header.Get("Date")
+}
+
+// checkRequestDate refuses a Shared Key request that carries neither
+// x-ms-date nor Date, as Azure does: the date is what bounds its replay.
+func checkRequestDate(a authRequest) error {
+	if requestDate(a.r) == "" {
+		return authFailed("Request date header not specified. A request signed with Shared Key must carry x-ms-date or Date.")
+	}
+	return nil
+}
+
+// checkDateSkew refuses a correctly signed request whose date is not an
+// HTTP date or is more than maxDateSkew from now, when a.checkDateSkew
+// asks for the check (the server runs on the real clock).
+func checkDateSkew(a authRequest) error {
+	if !a.checkDateSkew {
+		return nil
+	}
+	v := requestDate(a.r)
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return authFailed("The request date '" + truncate(v, 64) + "' is not an RFC 1123 date.")
+	}
+	if d := a.now.Sub(t); d > maxDateSkew || d < -maxDateSkew {
+		return authFailed("Request date header too far from the server's time: '" + truncate(v, 64) +
+			"'; the server's time is '" + httpTime(a.now) + "' and at most 15 minutes of difference are allowed.")
+	}
+	return nil
 }
 
 // sharedKeyStringsToSign returns the Shared Key string-to-sign of the
@@ -83,7 +127,7 @@ func sharedKeyStringsToSign(a authRequest) []string {
 	clens := []string{clen}
 	if clen == "0" {
 		clens[0] = ""
-		if v := r.Header.Get("X-Ms-Version"); v == "" || v < "2015-02-21" {
+		if n, _ := parseServiceVersion(r.Header.Get("X-Ms-Version")); n < 20150221 {
 			clens = append(clens, "0")
 		}
 	}
@@ -135,13 +179,8 @@ func sharedKeyLiteStringsToSign(a authRequest) []string {
 	}
 	headers := canonicalizedHeaders(r.Header)
 	comp := ""
-	if q, _ := url.ParseQuery(r.URL.RawQuery); q != nil {
-		for k, v := range q {
-			if strings.ToLower(k) == "comp" && len(v) > 0 {
-				comp = "?comp=" + v[0]
-				break
-			}
-		}
+	if v, ok := a.query.get("comp"); ok {
+		comp = "?comp=" + v
 	}
 	var out []string
 	for _, p := range resourcePaths(a) {
@@ -227,23 +266,17 @@ func requestPath(r *http.Request) string {
 }
 
 // canonicalizedResources returns "/account/path" followed by one
-// "\nname:values" line per query parameter, in the documented form (names
-// lower-cased and merged, sorted; values URL-decoded, sorted,
-// comma-joined) and, if it differs, the Go SDK's form.
+// "\nname:value" line per query parameter, from the query as the handler
+// reads it: in the documented form (names lower-cased, sorted; values
+// URL-decoded) and, if it differs, the Go SDK's form, which sorts the
+// names as sent before lower-casing them. The query has no repeated names
+// (parsing refuses them), so every line has one value.
 func canonicalizedResources(a authRequest) []string {
-	q, _ := url.ParseQuery(a.r.URL.RawQuery) // keep what parses; a bad pair cannot have been signed either
-	documented := map[string][]string{}
-	for k, vs := range q {
-		lk := strings.ToLower(k)
-		documented[lk] = append(documented[lk], vs...)
-	}
-	docForm := queryLines(documented, nil)
-	sdkNames := make([]string, 0, len(q))
-	for k := range q {
-		sdkNames = append(sdkNames, k)
-	}
-	sort.Strings(sdkNames)
-	sdkForm := queryLines(q, sdkNames)
+	pairs := slices.Clone(a.query.pairs)
+	slices.SortFunc(pairs, func(x, y qpair) int { return strings.Compare(x.name, y.name) })
+	docForm := queryLines(pairs)
+	slices.SortFunc(pairs, func(x, y qpair) int { return strings.Compare(x.sent, y.sent) })
+	sdkForm := queryLines(pairs)
 
 	var out []string
 	for _, p := range resourcePaths(a) {
@@ -254,23 +287,14 @@ func canonicalizedResources(a authRequest) []string {
 	return out
 }
 
-// queryLines renders query parameters as "\nname:v1,v2…" lines. With
-// names nil it sorts the map's keys itself.
-func queryLines(q map[string][]string, names []string) string {
-	if names == nil {
-		for k := range q {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-	}
+// queryLines renders query parameters as "\nname:value" lines, in order.
+func queryLines(pairs []qpair) string {
 	var b strings.Builder
-	for _, n := range names {
-		vs := append([]string(nil), q[n]...)
-		sort.Strings(vs)
+	for _, kv := range pairs {
 		b.WriteByte('\n')
-		b.WriteString(strings.ToLower(n))
+		b.WriteString(kv.name)
 		b.WriteByte(':')
-		b.WriteString(strings.Join(vs, ","))
+		b.WriteString(kv.v)
 	}
 	return b.String()
 }

@@ -379,10 +379,10 @@ func TestSDKSharedKeyEndToEnd(t *testing.T) {
 	if _, err := sec.PeekMessages(ctx, nil); err != nil {
 		t.Errorf("secondary peek: %v", err)
 	}
-	if _, err := sec.Create(ctx, nil); sdkErrorCode(err) != "AuthorizationFailure" {
+	if _, err := sec.Create(ctx, nil); sdkErrorCode(err) != "InsufficientAccountPermissions" {
 		t.Errorf("secondary write: %v", err)
 	}
-	if _, err := sec.EnqueueMessage(ctx, "x", nil); sdkErrorCode(err) != "AuthorizationFailure" {
+	if _, err := sec.EnqueueMessage(ctx, "x", nil); sdkErrorCode(err) != "InsufficientAccountPermissions" {
 		t.Errorf("secondary put: %v", err)
 	}
 
@@ -587,7 +587,7 @@ func TestServiceSAS(t *testing.T) {
 		{name: "clear", query: valid, op: opClearMessages, code: "AuthorizationPermissionMismatch", status: 403},
 		{name: "acl", query: valid, op: opSetQueueACL, code: "AuthorizationFailure", status: 403},
 		{name: "secondary read", query: valid, op: opPeekMessages, mod: func(a *authRequest) { a.secondary = true }},
-		{name: "secondary write", query: valid, op: opPutMessage, mod: func(a *authRequest) { a.secondary = true }, code: "AuthorizationFailure", status: 403},
+		{name: "secondary write", query: valid, op: opPutMessage, mod: func(a *authRequest) { a.secondary = true }, code: "InsufficientAccountPermissions", status: 403},
 		{name: "missing sv", query: withoutParam(valid, "sv"), op: opPeekMessages, code: "AuthenticationFailed", status: 403},
 		{name: "bad permission letter", query: strings.Replace(valid, "sp=raup", "sp=rz", 1), op: opPeekMessages, code: "AuthenticationFailed", status: 403},
 		{name: "bad expiry", query: strings.Replace(valid, "se=", "se=x", 1), op: opPeekMessages, code: "AuthenticationFailed", status: 403},
@@ -794,7 +794,7 @@ func TestAccountSAS(t *testing.T) {
 		{"create with c", with(func(v *sas.AccountSignatureValues) { v.Permissions = "c" }), opCreateQueue, nil, "", 0},
 		{"https only", with(func(v *sas.AccountSignatureValues) { v.Protocol = sas.ProtocolHTTPS }), opPeekMessages, nil, "AuthorizationProtocolMismatch", 403},
 		{"ip", with(func(v *sas.AccountSignatureValues) { v.IPRange = sas.IPRange{Start: []byte{10, 1, 1, 1}} }), opPeekMessages, nil, "AuthorizationSourceIPMismatch", 403},
-		{"secondary write", valid, opDeleteQueue, func(a *authRequest) { a.secondary = true }, "AuthorizationFailure", 403},
+		{"secondary write", valid, opDeleteQueue, func(a *authRequest) { a.secondary = true }, "InsufficientAccountPermissions", 403},
 		{"secondary stats", valid, opGetServiceStats, func(a *authRequest) { a.secondary = true }, "", 0},
 		{"not for queues", manual("ss", "bt"), opPeekMessages, nil, "AuthorizationServiceMismatch", 403},
 		{"several services", manual("ss", "bqtf"), opPeekMessages, nil, "", 0},
@@ -890,7 +890,7 @@ func TestSharedKey(t *testing.T) {
 			a := sharedKeyRequest("PUT", "/devstoreaccount1-secondary/myqueue", opCreateQueue, "myqueue", false, nil)
 			a.secondary = true
 			return a
-		}, "AuthorizationFailure", 403},
+		}, "InsufficientAccountPermissions", 403},
 		{"secondary path signed without suffix", func() authRequest {
 			a := sharedKeyRequest("GET", "/devstoreaccount1/myqueue?comp=metadata", opGetQueueMetadata, "myqueue", false, nil)
 			a.r.URL.Path = "/devstoreaccount1-secondary/myqueue"
@@ -972,7 +972,7 @@ func TestAnonymousAndPreflight(t *testing.T) {
 	// Anonymous writes on the secondary are still refused.
 	w := newAuthRequest("POST", "/devstoreaccount1-secondary/myqueue/messages", opPutMessage, "myqueue")
 	w.allowAnonymous, w.secondary = true, true
-	wantErr(t, authorize(w), "AuthorizationFailure", 403)
+	wantErr(t, authorize(w), "InsufficientAccountPermissions", 403)
 
 	// Preflight is never authenticated, whatever it carries.
 	p := newAuthRequest("OPTIONS", "/devstoreaccount1/myqueue?sig=garbage", opPreflight, "myqueue")

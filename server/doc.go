@@ -20,6 +20,16 @@
 // detail elements, so code that matches on Azure's error codes behaves the
 // same against the emulator.
 //
+// A request is served exactly as its signature covers it. One parser reads
+// the query string for routing, the handlers and the verifiers; parameter
+// names are read in lower case, as the Shared Key canonicalization folds
+// them (so a signed "peekonly=true" replayed as "PeekOnly=true" is still a
+// Peek); a repeated parameter is refused; and requests are routed on the
+// path as sent, so a percent-encoded "/" stays inside its segment. Shared
+// Key requests must carry x-ms-date or Date; on the real clock a date more
+// than 15 minutes off is refused, as Azure does. On a mock clock that check
+// is skipped, because clients sign with their own real clock.
+//
 // Time (the Date header, message timestamps, SAS validity) comes from the
 // clock of the account's Service, so tests can drive a whole SDK session
 // with a mock clock.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -32,6 +33,33 @@ func (q *request) optionalSeconds(name string) (int, bool, error) {
 	return n, true, err
 }
 
+// maxTTLSeconds is the largest messagettl: Azure's Put Message takes any
+// positive number of seconds (an Int64 on the wire) from version
+// 2017-07-29 on.
+const maxTTLSeconds = math.MaxInt64
+
+// parseTTL reads messagettl: from 2017-07-29 on, -1 (never expires) or
+// 1 to maxTTLSeconds; before it, 1 to 7 days. A count of seconds too large
+// for a time.Duration saturates: the core then reports the expiration time
+// as 9999-12-31T23:59:59Z and never expires the message.
+func parseTTL(v string, verNum int) (time.Duration, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, invalidQueryValue("messagettl", v, "")
+	}
+	switch {
+	case verNum < 20170729 && (n < 1 || n > maxTTLBefore20170729):
+		return 0, outOfRange("messagettl", v, "1", strconv.Itoa(maxTTLBefore20170729))
+	case n == -1:
+		return azq.NeverExpires, nil
+	case n < 1:
+		return 0, outOfRange("messagettl", v, "-1", strconv.FormatInt(maxTTLSeconds, 10))
+	case n > math.MaxInt64/int64(time.Second):
+		return math.MaxInt64, nil
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
 // messageBody reads and parses a QueueMessage body and applies the
 // message size limit of old service versions; the current limit is the
 // core's.
@@ -56,23 +84,13 @@ func (q *request) putMessage() error {
 	if err != nil {
 		return err
 	}
-	ttl, hasTTL, err := q.optionalSeconds("messagettl")
-	if err != nil {
-		return err
-	}
 	opts := azq.PutOptions{VisibilityTimeout: time.Duration(vis) * time.Second}
-	if hasTTL {
-		v, _ := q.query.get("messagettl")
-		switch {
-		case q.verNum < 20170729 && (ttl < 1 || ttl > maxTTLBefore20170729):
-			return outOfRange("messagettl", v, "1", strconv.Itoa(maxTTLBefore20170729))
-		case ttl == -1:
-			opts.TimeToLive = azq.NeverExpires
-		case ttl < 1:
-			return outOfRange("messagettl", v, "-1", "2147483647")
-		default:
-			opts.TimeToLive = time.Duration(ttl) * time.Second
+	if v, ok := q.query.get("messagettl"); ok {
+		ttl, err := parseTTL(v, q.verNum)
+		if err != nil {
+			return err
 		}
+		opts.TimeToLive = ttl
 	}
 	text, err := q.messageBody()
 	if err != nil {
@@ -86,22 +104,7 @@ func (q *request) putMessage() error {
 	if err != nil {
 		return err
 	}
-	b := getBuf()
-	b.b = append(b.b, xmlHeader...)
-	b.b = append(b.b, "<QueueMessagesList><QueueMessage><MessageId>"...)
-	b.b = appendID(b.b, m.ID)
-	b.b = append(b.b, "</MessageId><InsertionTime>"...)
-	b.b = m.InsertionTime.UTC().AppendFormat(b.b, rfc1123GMT)
-	b.b = append(b.b, "</InsertionTime><ExpirationTime>"...)
-	b.b = m.ExpirationTime.UTC().AppendFormat(b.b, rfc1123GMT)
-	b.b = append(b.b, "</ExpirationTime><PopReceipt>"...)
-	b.b = appendReceipt(b.b, m.PopReceipt)
-	b.b = append(b.b, "</PopReceipt><TimeNextVisible>"...)
-	b.b = m.NextVisibleTime.UTC().AppendFormat(b.b, rfc1123GMT)
-	b.b = append(b.b, "</TimeNextVisible></QueueMessage></QueueMessagesList>"...)
-	q.w.Header()["Cache-Control"] = noCache
-	q.writeXML(http.StatusCreated, b.b)
-	putBuf(b)
+	q.writeMessages(http.StatusCreated, []azq.Message{m}, putForm)
 	return nil
 }
 
@@ -139,7 +142,7 @@ func (q *request) getMessages() error {
 	if err != nil {
 		return err
 	}
-	q.writeMessages(ms, false)
+	q.writeMessages(http.StatusOK, ms, getForm)
 	return nil
 }
 
@@ -156,12 +159,22 @@ func (q *request) peekMessages() error {
 	if err != nil {
 		return err
 	}
-	q.writeMessages(ms, true)
+	q.writeMessages(http.StatusOK, ms, peekForm)
 	return nil
 }
 
-// writeMessages answers Get (with receipts) or Peek (without).
-func (q *request) writeMessages(ms []azq.Message, peek bool) {
+// messageForm is the set of QueueMessage elements an operation answers
+// with.
+type messageForm int
+
+const (
+	putForm  messageForm = iota // Put: ID, times, receipt; no count or text
+	getForm                     // Get: every element
+	peekForm                    // Peek: no receipt, no next-visible time
+)
+
+// writeMessages answers Put, Get or Peek with a QueueMessagesList.
+func (q *request) writeMessages(status int, ms []azq.Message, form messageForm) {
 	b := getBuf()
 	b.b = append(b.b, xmlHeader...)
 	if len(ms) == 0 {
@@ -169,32 +182,40 @@ func (q *request) writeMessages(ms []azq.Message, peek bool) {
 	} else {
 		b.b = append(b.b, "<QueueMessagesList>"...)
 		for i := range ms {
-			m := &ms[i]
-			b.b = append(b.b, "<QueueMessage><MessageId>"...)
-			b.b = appendID(b.b, m.ID)
-			b.b = append(b.b, "</MessageId><InsertionTime>"...)
-			b.b = m.InsertionTime.UTC().AppendFormat(b.b, rfc1123GMT)
-			b.b = append(b.b, "</InsertionTime><ExpirationTime>"...)
-			b.b = m.ExpirationTime.UTC().AppendFormat(b.b, rfc1123GMT)
-			if !peek {
-				b.b = append(b.b, "</ExpirationTime><PopReceipt>"...)
-				b.b = appendReceipt(b.b, m.PopReceipt)
-				b.b = append(b.b, "</PopReceipt><TimeNextVisible>"...)
-				b.b = m.NextVisibleTime.UTC().AppendFormat(b.b, rfc1123GMT)
-				b.b = append(b.b, "</TimeNextVisible><DequeueCount>"...)
-			} else {
-				b.b = append(b.b, "</ExpirationTime><DequeueCount>"...)
-			}
-			b.b = strconv.AppendInt(b.b, m.DequeueCount, 10)
-			b.b = append(b.b, "</DequeueCount><MessageText>"...)
-			b.b = appendEscaped(b.b, m.Content)
-			b.b = append(b.b, "</MessageText></QueueMessage>"...)
+			b.b = appendQueueMessage(b.b, &ms[i], form)
 		}
 		b.b = append(b.b, "</QueueMessagesList>"...)
 	}
 	q.w.Header()["Cache-Control"] = noCache
-	q.writeXML(http.StatusOK, b.b)
+	q.writeXML(status, b.b)
 	putBuf(b)
+}
+
+// appendQueueMessage appends m as a QueueMessage element in the given
+// form, its elements in the order Azure writes them.
+func appendQueueMessage(b []byte, m *azq.Message, form messageForm) []byte {
+	b = append(b, "<QueueMessage><MessageId>"...)
+	b = appendUUID(b, m.ID)
+	b = append(b, "</MessageId><InsertionTime>"...)
+	b = m.InsertionTime.UTC().AppendFormat(b, rfc1123GMT)
+	b = append(b, "</InsertionTime><ExpirationTime>"...)
+	b = m.ExpirationTime.UTC().AppendFormat(b, rfc1123GMT)
+	b = append(b, "</ExpirationTime>"...)
+	if form != peekForm {
+		b = append(b, "<PopReceipt>"...)
+		b = appendReceipt(b, m.PopReceipt)
+		b = append(b, "</PopReceipt><TimeNextVisible>"...)
+		b = m.NextVisibleTime.UTC().AppendFormat(b, rfc1123GMT)
+		b = append(b, "</TimeNextVisible>"...)
+	}
+	if form != putForm {
+		b = append(b, "<DequeueCount>"...)
+		b = strconv.AppendInt(b, m.DequeueCount, 10)
+		b = append(b, "</DequeueCount><MessageText>"...)
+		b = appendEscaped(b, m.Content)
+		b = append(b, "</MessageText>"...)
+	}
+	return append(b, "</QueueMessage>"...)
 }
 
 // receipt reads the popreceipt parameter.
@@ -279,17 +300,6 @@ func (q *request) updateMessage() error {
 	h["X-Ms-Time-Next-Visible"] = []string{res.NextVisibleTime.UTC().Format(rfc1123GMT)}
 	q.writeHeader(http.StatusNoContent)
 	return nil
-}
-
-func appendID(b []byte, id azq.MessageID) []byte {
-	const hexd = "0123456789abcdef"
-	for i, c := range id {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b = append(b, '-')
-		}
-		b = append(b, hexd[c>>4], hexd[c&0xf])
-	}
-	return b
 }
 
 func appendReceipt(b []byte, r azq.PopReceipt) []byte {

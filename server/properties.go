@@ -40,13 +40,6 @@ type metrics struct {
 	retention   retention
 }
 
-type corsRule struct {
-	origins, methods, headers, exposed string // as set, for Get
-	originList, methodList             []string
-	headerList                         []string
-	maxAge                             int
-}
-
 func defaultServiceProperties() serviceProperties {
 	return serviceProperties{
 		logging: logging{version: "1.0"},
@@ -79,23 +72,12 @@ type propertiesDoc struct {
 	HourMetrics   *metricsDoc `xml:"HourMetrics"`
 	MinuteMetrics *metricsDoc `xml:"MinuteMetrics"`
 	Cors          *struct {
-		Rules []struct {
-			AllowedOrigins  *string `xml:"AllowedOrigins"`
-			AllowedMethods  *string `xml:"AllowedMethods"`
-			AllowedHeaders  *string `xml:"AllowedHeaders"`
-			ExposedHeaders  *string `xml:"ExposedHeaders"`
-			MaxAgeInSeconds *string `xml:"MaxAgeInSeconds"`
-		} `xml:"CorsRule"`
+		Rules []corsRuleDoc `xml:"CorsRule"`
 	} `xml:"Cors"`
 	// DefaultServiceVersion is a Blob service property; the Queue
 	// service rejects it.
 	DefaultServiceVersion *string `xml:"DefaultServiceVersion"`
 }
-
-// maxCorsRules is the most CORS rules a service may have.
-const maxCorsRules = 5
-
-var corsMethods = map[string]bool{"DELETE": true, "GET": true, "HEAD": true, "MERGE": true, "POST": true, "OPTIONS": true, "PUT": true, "PATCH": true}
 
 func nodeValue(reason string) error {
 	return xmlError("InvalidXmlNodeValue", 0, 0, reason)
@@ -223,40 +205,9 @@ func applyServiceProperties(body []byte, cur serviceProperties) (serviceProperti
 		return cur, err
 	}
 	if c := doc.Cors; c != nil {
-		if len(c.Rules) > maxCorsRules {
-			return cur, xmlError(azq.CodeInvalidXMLDocument, 0, 0, "at most 5 CORS rules are allowed")
-		}
-		rules := make([]corsRule, 0, len(c.Rules))
-		for _, d := range c.Rules {
-			var r corsRule
-			if d.AllowedOrigins == nil || d.AllowedMethods == nil || d.MaxAgeInSeconds == nil {
-				return cur, xmlError(azq.CodeInvalidXMLDocument, 0, 0, "a CorsRule needs AllowedOrigins, AllowedMethods and MaxAgeInSeconds")
-			}
-			r.origins = strings.TrimSpace(*d.AllowedOrigins)
-			r.methods = strings.TrimSpace(*d.AllowedMethods)
-			if d.AllowedHeaders != nil {
-				r.headers = strings.TrimSpace(*d.AllowedHeaders)
-			}
-			if d.ExposedHeaders != nil {
-				r.exposed = strings.TrimSpace(*d.ExposedHeaders)
-			}
-			r.originList = splitList(r.origins)
-			r.methodList = splitList(r.methods)
-			r.headerList = splitList(r.headers)
-			if len(r.originList) == 0 || len(r.methodList) == 0 {
-				return cur, nodeValue("AllowedOrigins and AllowedMethods must not be empty")
-			}
-			for _, m := range r.methodList {
-				if !corsMethods[m] {
-					return cur, nodeValue("unsupported CORS method " + truncate(m, 32))
-				}
-			}
-			n, err := strconv.ParseInt(strings.TrimSpace(*d.MaxAgeInSeconds), 10, 32)
-			if err != nil || n < 0 {
-				return cur, nodeValue("MaxAgeInSeconds must be a non-negative integer")
-			}
-			r.maxAge = int(n)
-			rules = append(rules, r)
+		rules, err := parseCorsRules(c.Rules)
+		if err != nil {
+			return cur, err
 		}
 		next.cors = rules
 		next.corsSpecified = true
@@ -418,135 +369,4 @@ func (q *request) getServiceStats() error {
 	b.b = append(b.b, "</LastSyncTime></GeoReplication></StorageServiceStats>"...)
 	q.writeXML(http.StatusOK, b.b)
 	return nil
-}
-
-// matchRule returns the first CORS rule that allows origin and method.
-func (p *serviceProperties) matchRule(origin, method string) *corsRule {
-	for i := range p.cors {
-		if p.matchRuleAt(i, origin, method) {
-			return &p.cors[i]
-		}
-	}
-	return nil
-}
-
-func (r *corsRule) wildcardOrigin() bool {
-	for _, o := range r.originList {
-		if o == "*" {
-			return true
-		}
-	}
-	return false
-}
-
-// allowsHeader reports whether the rule allows request header h: "*",
-// an exact name, or a prefix ending in "*" (e.g. "x-ms-meta*").
-func (r *corsRule) allowsHeader(h string) bool {
-	for _, a := range r.headerList {
-		if a == "*" || strings.EqualFold(a, h) {
-			return true
-		}
-		if p, ok := strings.CutSuffix(a, "*"); ok && len(h) >= len(p) && strings.EqualFold(h[:len(p)], p) {
-			return true
-		}
-	}
-	return false
-}
-
-// corsHeaders adds CORS response headers to an actual (non-preflight)
-// request with an Origin header that a rule matches.
-func (q *request) corsHeaders(h http.Header) {
-	origin := q.r.Header.Get("Origin")
-	q.acct.mu.RLock()
-	defer q.acct.mu.RUnlock()
-	if len(q.acct.props.cors) == 0 {
-		return
-	}
-	r := q.acct.props.matchRule(origin, q.r.Method)
-	if r == nil {
-		return
-	}
-	if r.wildcardOrigin() {
-		h.Set("Access-Control-Allow-Origin", "*")
-	} else {
-		h.Set("Access-Control-Allow-Origin", origin)
-		h.Set("Access-Control-Allow-Credentials", "true")
-		h.Add("Vary", "Origin")
-	}
-	if r.exposed != "" {
-		h.Set("Access-Control-Expose-Headers", r.exposed)
-	}
-}
-
-// preflight answers a CORS preflight (OPTIONS) request from the account's
-// CORS rules. It is never authenticated.
-func (q *request) preflight() {
-	origin := q.r.Header.Get("Origin")
-	if origin == "" {
-		q.fail(missingHeader("Origin"))
-		return
-	}
-	method := q.r.Header.Get("Access-Control-Request-Method")
-	if method == "" {
-		q.fail(missingHeader("Access-Control-Request-Method"))
-		return
-	}
-	var reqHeaders []string
-	for _, v := range q.r.Header.Values("Access-Control-Request-Headers") {
-		reqHeaders = append(reqHeaders, splitList(v)...)
-	}
-	q.acct.mu.RLock()
-	p := q.acct.props
-	q.acct.mu.RUnlock()
-	var rule *corsRule
-	for i := range p.cors {
-		r := &p.cors[i]
-		if p.matchRuleAt(i, origin, method) {
-			ok := true
-			for _, h := range reqHeaders {
-				if !r.allowsHeader(h) {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				rule = r
-				break
-			}
-		}
-	}
-	if rule == nil {
-		q.fail(&azq.Error{Code: "CorsPreflightFailure", StatusCode: http.StatusForbidden})
-		return
-	}
-	h := q.w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Allow-Methods", method)
-	if len(reqHeaders) > 0 {
-		h.Set("Access-Control-Allow-Headers", strings.Join(reqHeaders, ","))
-	}
-	h.Set("Access-Control-Max-Age", strconv.Itoa(rule.maxAge))
-	h.Set("Access-Control-Allow-Credentials", "true")
-	h.Set("Content-Length", "0")
-	q.writeHeader(http.StatusOK)
-}
-
-func (p *serviceProperties) matchRuleAt(i int, origin, method string) bool {
-	r := &p.cors[i]
-	okOrigin := false
-	for _, o := range r.originList {
-		if o == "*" || strings.EqualFold(o, origin) {
-			okOrigin = true
-			break
-		}
-	}
-	if !okOrigin {
-		return false
-	}
-	for _, m := range r.methodList {
-		if m == method {
-			return true
-		}
-	}
-	return false
 }

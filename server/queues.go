@@ -334,8 +334,7 @@ func (q *request) serviceEndpoint() string {
 	}
 	ep := scheme + q.r.Host + "/"
 	if q.pathStyle {
-		seg, _, _ := strings.Cut(strings.TrimPrefix(q.r.URL.Path, "/"), "/")
-		ep += seg + "/"
+		ep += q.accountSeg + "/"
 	}
 	return ep
 }

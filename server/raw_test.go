@@ -469,8 +469,8 @@ func TestRawAddressing(t *testing.T) {
 		if r.status != 200 || !strings.Contains(r.body, "hs") {
 			t.Fatalf("secondary peek: %d %s", r.status, r.body)
 		}
-		checkError(t, e.do(t, "POST", sec.path+"/messages", sec.host, strings.NewReader(msgBody("x")), nil), 403, "AuthorizationFailure")
-		checkError(t, e.do(t, "GET", sec.path+"/messages", sec.host, nil, nil), 403, "AuthorizationFailure")
+		checkError(t, e.do(t, "POST", sec.path+"/messages", sec.host, strings.NewReader(msgBody("x")), nil), 403, "InsufficientAccountPermissions")
+		checkError(t, e.do(t, "GET", sec.path+"/messages", sec.host, nil, nil), 403, "InsufficientAccountPermissions")
 	}
 	if n := e.count(t, "hostq"); n != 1 {
 		t.Fatalf("secondary changed the queue: %d", n)
@@ -483,7 +483,9 @@ func TestRawAddressing(t *testing.T) {
 		t.Fatal("queue not in the second account")
 	}
 	// Unknown accounts, empty paths, unknown resources, wrong verbs.
-	checkError(t, e.do(t, "GET", "/nosuchaccount?comp=list", "", nil, nil), 403, "AuthenticationFailed")
+	// An account azqd does not serve is 404 ResourceNotFound, before
+	// any credential is looked at, as Azure answers.
+	checkError(t, e.do(t, "GET", "/nosuchaccount?comp=list", "", nil, nil), 404, "ResourceNotFound")
 	checkError(t, e.do(t, "GET", "/", "", nil, nil), 400, "InvalidUri")
 	checkError(t, e.do(t, "GET", acct, "", nil, nil), 400, "InvalidQueryParameterValue")
 	checkError(t, e.do(t, "GET", acct+"/hostq/other", "", nil, nil), 400, "InvalidUri")
@@ -530,8 +532,14 @@ func TestRawCORS(t *testing.T) {
 	if r := pre("https://other.example", "GET", ""); r.status != 200 {
 		t.Fatalf("wildcard rule: %d", r.status)
 	}
-	checkError(t, pre("", "GET", ""), 400, "MissingRequiredHeader")
-	checkError(t, pre("https://app.example", "", ""), 400, "MissingRequiredHeader")
+	// A preflight without Origin or Access-Control-Request-Method is what
+	// Azure's front end answers with 400 InvalidHeaderValue.
+	for _, r := range []rawResp{pre("", "GET", ""), pre("https://app.example", "", "")} {
+		checkError(t, r, 400, "InvalidHeaderValue")
+		if !strings.Contains(r.body, "<Message>A required CORS header is not present.") {
+			t.Fatalf("preflight without a CORS header: %s", r.body)
+		}
+	}
 
 	// Actual requests get CORS headers when a rule matches.
 	r = e.do(t, "GET", acct+"/corsq/messages?peekonly=true", "", nil, map[string]string{"Origin": "https://app.example"})
@@ -630,7 +638,8 @@ func TestRecoverPanics(t *testing.T) {
 
 func TestLogging(t *testing.T) {
 	var buf syncBuffer
-	e := newRawEnv(t, server.Options{Logger: slogTo(&buf)})
+	// Successful requests are logged at debug level.
+	e := newRawEnv(t, server.Options{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	r := e.do(t, "PUT", acct+"/logged", "", nil, nil)
 	line := buf.String()
 	for _, want := range []string{"method=PUT", "path=/devstoreaccount1/logged", "op=CreateQueue", "status=201", "duration=", "request_id=" + r.header.Get("x-ms-request-id")} {
@@ -878,7 +887,7 @@ func TestRawErrorTimeBeforeAccount(t *testing.T) {
 		path, code string
 		status     int
 	}{
-		{"/nosuchaccount?comp=list", "AuthenticationFailed", 403},
+		{"/nosuchaccount?comp=list", "ResourceNotFound", 404},
 		{"/", "InvalidUri", 400},
 	} {
 		r := e.do(t, "GET", tc.path, "", nil, nil)

@@ -3,21 +3,11 @@ package server
 import (
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/azqlib/azq"
-)
-
-// latestVersion is the newest x-ms-version this server knows. It answers
-// with it when a request names none.
-const (
-	latestVersion    = "2026-02-06"
-	latestVersionNum = 20260206
-	oldestVersionNum = 20090919
 )
 
 // serverHeader is the Server header Azure's queue service sends.
@@ -37,37 +27,21 @@ func newRequestID() string {
 	}
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	const hexd = "0123456789abcdef"
 	var out [36]byte
-	j := 0
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j] = hexd[c>>4]
-		out[j+1] = hexd[c&0xf]
-		j += 2
-	}
-	return string(out[:])
+	return string(appendUUID(out[:0], b))
 }
 
-// parseVersion validates x-ms-version: YYYY-MM-DD, from 2009-09-19 on,
-// and in strict mode no newer than latestVersion.
-func (q *request) parseVersion() error {
-	vs := q.r.Header.Values("X-Ms-Version")
-	if len(vs) == 0 {
-		return nil
+// appendUUID appends id in the canonical 8-4-4-4-12 lower-case hex form,
+// the form of message IDs and request IDs on the wire.
+func appendUUID(b []byte, id [16]byte) []byte {
+	const hexd = "0123456789abcdef"
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexd[c>>4], hexd[c&0xf])
 	}
-	v := vs[0]
-	n, ok := versionNumber(v)
-	if !ok || len(vs) > 1 || n < oldestVersionNum || (q.s.strict && n > latestVersionNum) {
-		return &azq.Error{Code: "InvalidHeaderValue", StatusCode: http.StatusBadRequest,
-			Message: msgInvalidHeaderValue,
-			Details: []azq.Detail{{Name: "HeaderName", Value: "x-ms-version"}, {Name: "HeaderValue", Value: truncate(v, 256)}}}
-	}
-	q.version, q.verNum = v, n
-	return nil
+	return b
 }
 
 // maxClientRequestID is the documented limit of x-ms-client-request-id:
@@ -85,94 +59,6 @@ func (q *request) checkClientRequestID() error {
 	return &azq.Error{Code: "InvalidHeaderValue", StatusCode: http.StatusBadRequest,
 		Message: msgInvalidHeaderValue,
 		Details: []azq.Detail{{Name: "HeaderName", Value: "x-ms-client-request-id"}, {Name: "HeaderValue", Value: truncate(id[0], 256)}}}
-}
-
-// sasVersion applies a SAS's signed version (sv) as the request's
-// version when no x-ms-version header names one: Azure handles such a
-// request with the version the token was signed for. A malformed sv is
-// left to authorization to report.
-func (q *request) sasVersion() {
-	if _, ok := q.r.Header["X-Ms-Version"]; ok {
-		return
-	}
-	if _, ok := q.query.get("sig"); !ok {
-		return
-	}
-	sv, _ := q.query.get("sv")
-	if n, ok := versionNumber(sv); ok && n >= oldestVersionNum && (!q.s.strict || n <= latestVersionNum) {
-		q.version, q.verNum = sv, n
-	}
-}
-
-// versionNumber parses a service version "YYYY-MM-DD" into yyyymmdd.
-func versionNumber(v string) (int, bool) {
-	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < 10; i++ {
-		if i == 4 || i == 7 {
-			continue
-		}
-		c := v[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	month, day := n/100%100, n%100
-	if month < 1 || month > 12 || day < 1 || day > 31 {
-		return 0, false
-	}
-	return n, true
-}
-
-// query is a parsed query string: a short list of decoded pairs, which
-// beats a map for the handful of parameters a request carries.
-type query struct {
-	pairs []qpair
-	buf   [8]qpair
-}
-
-type qpair struct{ k, v string }
-
-func (p *query) parse(raw string) error {
-	p.pairs = p.buf[:0]
-	for raw != "" {
-		var part string
-		part, raw, _ = strings.Cut(raw, "&")
-		if part == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(part, "=")
-		var err error
-		if k, err = unescape(k); err != nil {
-			return errInvalidURI()
-		}
-		if v, err = unescape(v); err != nil {
-			return errInvalidURI()
-		}
-		p.pairs = append(p.pairs, qpair{k, v})
-	}
-	return nil
-}
-
-func unescape(s string) (string, error) {
-	if strings.IndexByte(s, '%') < 0 && strings.IndexByte(s, '+') < 0 {
-		return s, nil
-	}
-	return url.QueryUnescape(s)
-}
-
-// get returns the first value of the named parameter. Azure's parameter
-// names are case-sensitive lower case.
-func (p *query) get(name string) (string, bool) {
-	for _, kv := range p.pairs {
-		if kv.k == name {
-			return kv.v, true
-		}
-	}
-	return "", false
 }
 
 // setCommonHeaders sets the headers every response carries. The values
@@ -312,12 +198,17 @@ var azureMessages = map[azq.ErrorCode]string{
 	"MissingRequiredQueryParameter":       "A query parameter that's mandatory for this request is not specified.",
 	"MissingRequiredHeader":               "An HTTP header that's mandatory for this request is not specified.",
 	"InvalidUri":                          "The requested URI does not represent any resource on the server.",
+	"ResourceNotFound":                    "The specified resource does not exist.",
 	"UnsupportedHttpVerb":                 "The resource doesn't support specified Http Verb.",
 	"InternalError":                       "Server encountered an internal error. Please try again after some time.",
 	"CorsPreflightFailure":                "CORS not enabled or no matching rule found for this request.",
 }
 
 func errorMessage(e *azq.Error) string {
+	if e.Message == msgCORSHeaderMissing {
+		// Azure's message for this case, not the code's usual one.
+		return e.Message
+	}
 	if m, ok := azureMessages[e.Code]; ok {
 		return m
 	}
@@ -329,7 +220,13 @@ func errInternal() *azq.Error {
 }
 
 func errInvalidURI() *azq.Error {
-	return &azq.Error{Code: "InvalidUri", StatusCode: http.StatusBadRequest}
+	return &azq.Error{Code: "InvalidUri", StatusCode: http.StatusBadRequest, Message: azureMessages["InvalidUri"]}
+}
+
+// errResourceNotFound is 404 ResourceNotFound, Azure's answer for a
+// resource (here: an account) it does not serve.
+func errResourceNotFound() *azq.Error {
+	return &azq.Error{Code: "ResourceNotFound", StatusCode: http.StatusNotFound, Message: azureMessages["ResourceNotFound"]}
 }
 
 func errUnsupportedVerb() *azq.Error {
@@ -341,17 +238,12 @@ func invalidQueryValue(name, value, reason string) *azq.Error {
 	if reason != "" {
 		d = append(d, azq.Detail{Name: "Reason", Value: reason})
 	}
-	return &azq.Error{Code: azq.CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest, Details: d}
+	return &azq.Error{Code: azq.CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest, Message: msgInvalidQueryValue, Details: d}
 }
 
 func missingQuery(name string) *azq.Error {
 	return &azq.Error{Code: "MissingRequiredQueryParameter", StatusCode: http.StatusBadRequest,
 		Details: []azq.Detail{{Name: "QueryParameterName", Value: name}}}
-}
-
-func missingHeader(name string) *azq.Error {
-	return &azq.Error{Code: "MissingRequiredHeader", StatusCode: http.StatusBadRequest,
-		Details: []azq.Detail{{Name: "HeaderName", Value: name}}}
 }
 
 func outOfRange(name, value, min, max string) *azq.Error {

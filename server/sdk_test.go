@@ -566,7 +566,7 @@ func TestSDKServiceProperties(t *testing.T) {
 		t.Fatalf("secondary read: %v", err)
 	}
 	_, err = sec.NewQueueClient("replicated").EnqueueMessage(ctx, "x", nil)
-	wantCode(t, err, queueerror.AuthorizationFailure)
+	wantCode(t, err, queueerror.InsufficientAccountPermissions)
 	wantStatus(t, err, http.StatusForbidden)
 }
 

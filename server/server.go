@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,10 @@ type Options struct {
 	Accounts []Account
 	// Clock is the clock every account's azq.Service reads time from;
 	// nil means the real clock. The handler takes the Date header and the
-	// time SAS tokens are checked against from the same clock.
+	// time SAS tokens are checked against from the same clock. Unless it is
+	// a *clock.Mock, Shared Key requests dated more than 15 minutes from
+	// it are refused, as Azure refuses them; a mock clock skips that check,
+	// since clients sign with their own real clock.
 	Clock clock.Clock
 	// AllowAnonymous accepts requests that carry no credentials at all.
 	// Requests that do carry credentials are still verified.
@@ -32,8 +36,11 @@ type Options struct {
 	// version this server knows. By default any well-formed version from
 	// 2009-09-19 on is accepted and echoed back.
 	StrictVersion bool
-	// Logger receives one record per request (method, path, operation,
-	// status, duration, request id); nil logs nothing.
+	// Logger receives one record per request: method, path, operation,
+	// account, queue, status, Azure error code, duration, the x-ms-version
+	// and User-Agent sent, and the request id. Successful requests are
+	// logged at debug level, client errors (4xx) at info, server errors
+	// (5xx) at error. nil logs nothing.
 	Logger *slog.Logger
 	// OAuth, when set, accepts Microsoft Entra ID bearer tokens over
 	// HTTPS (see OAuthOptions). Without it a bearer token is refused.
@@ -51,6 +58,8 @@ type Server struct {
 	// clock is the clock every account shares; errors raised before the
 	// request's account is known take their time from it.
 	clock clock.Clock
+	// checkDateSkew is set unless clock is a mock; see authorize.
+	checkDateSkew bool
 
 	dateCache atomic.Pointer[cachedDate]
 }
@@ -78,13 +87,15 @@ func New(opts Options) *Server {
 	if c == nil {
 		c = clock.New()
 	}
+	_, mock := c.(*clock.Mock)
 	s := &Server{
-		accounts: make(map[string]*accountState, len(accts)),
-		anon:     opts.AllowAnonymous,
-		strict:   opts.StrictVersion,
-		log:      opts.Logger,
-		clock:    c,
-		oauth:    newBearerVerifier(opts.OAuth),
+		accounts:      make(map[string]*accountState, len(accts)),
+		anon:          opts.AllowAnonymous,
+		strict:        opts.StrictVersion,
+		log:           opts.Logger,
+		clock:         c,
+		checkDateSkew: !mock,
+		oauth:         newBearerVerifier(opts.OAuth),
 	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
@@ -100,6 +111,35 @@ func New(opts Options) *Server {
 func (s *Server) Service(account string) *azq.Service {
 	if a, ok := s.accounts[account]; ok {
 		return a.svc
+	}
+	return nil
+}
+
+// Reset empties every account: it deletes every queue and restores the
+// default service properties (no CORS rules, logging and metrics off), as
+// a freshly started server has them. Tests call it between cases for
+// isolation. Requests served meanwhile see some queues gone and others
+// not yet.
+func (s *Server) Reset(ctx context.Context) error {
+	for _, a := range s.accounts {
+		for {
+			page, err := a.svc.ListQueues(ctx, azq.ListQueuesOptions{})
+			if err != nil {
+				return err
+			}
+			if len(page.Queues) == 0 {
+				break
+			}
+			for _, it := range page.Queues {
+				err := a.svc.DeleteQueue(ctx, it.Name)
+				if err != nil && !errors.Is(err, azq.ErrQueueNotFound) {
+					return err
+				}
+			}
+		}
+		a.mu.Lock()
+		a.props = defaultServiceProperties()
+		a.mu.Unlock()
 	}
 	return nil
 }
@@ -130,14 +170,19 @@ type request struct {
 	acct      *accountState
 	secondary bool
 	pathStyle bool
-	queue     string
-	msgID     string
-	op        operation
-	version   string
-	verNum    int // the version as yyyymmdd
-	reqID     string
-	now       time.Time
-	query     query
+	// accountSeg is the account's path segment as sent (path-style).
+	accountSeg string
+	// rest is the path below the account as sent, without its leading
+	// slash; classify splits it into segments.
+	rest    string
+	queue   string
+	msgID   string
+	op      operation
+	version string
+	verNum  int // the version as yyyymmdd
+	reqID   string
+	now     time.Time
+	query   query
 
 	status  int
 	errCode string
@@ -147,7 +192,7 @@ type request struct {
 // ServeHTTP serves one REST request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: latestVersion, verNum: latestVersionNum}
+	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -161,17 +206,51 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if s.log != nil {
-			path := ""
-			if r.URL != nil {
-				path = r.URL.Path
-			}
-			s.log.Info("request",
-				"method", r.Method, "path", path, "op", q.op.String(),
-				"status", q.status, "error_code", q.errCode,
-				"duration", time.Since(start), "request_id", q.reqID)
+			q.logRequest(time.Since(start))
 		}
 	}()
 	q.serve()
+}
+
+// logRequest writes the request's log record: at debug level when it
+// succeeded, at info level with the error code when the client erred
+// (4xx), at error level when the server did (5xx).
+func (q *request) logRequest(took time.Duration) {
+	level := slog.LevelDebug
+	switch {
+	case q.status >= 500:
+		level = slog.LevelError
+	case q.status >= 400:
+		level = slog.LevelInfo
+	}
+	ctx := context.Background()
+	if !q.s.log.Enabled(ctx, level) {
+		return
+	}
+	path, account := "", ""
+	if q.r.URL != nil {
+		path = q.r.URL.Path
+	}
+	if q.acct != nil {
+		account = q.acct.acct.Name
+	}
+	attrs := []slog.Attr{
+		slog.String("method", q.r.Method),
+		slog.String("path", path),
+		slog.String("op", q.op.String()),
+		slog.String("account", account),
+		slog.String("queue", q.queue),
+		slog.Int("status", q.status),
+	}
+	if q.errCode != "" {
+		attrs = append(attrs, slog.String("error_code", q.errCode))
+	}
+	attrs = append(attrs,
+		slog.Duration("duration", took),
+		slog.String("x_ms_version", q.r.Header.Get("X-Ms-Version")),
+		slog.String("user_agent", q.r.UserAgent()),
+		slog.String("request_id", q.reqID))
+	q.s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 
 func (q *request) serve() {
@@ -208,8 +287,9 @@ func (q *request) serve() {
 		return
 	}
 	if err := authorize(authRequest{
-		r: q.r, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
-		op: q.op, now: q.now, policy: q.acct.policy, allowAnonymous: q.s.anon, oauth: q.s.oauth,
+		r: q.r, query: &q.query, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
+		op: q.op, now: q.now, checkDateSkew: q.s.checkDateSkew, policy: q.acct.policy, allowAnonymous: q.s.anon,
+		oauth: q.s.oauth,
 	}); err != nil {
 		if e, ok := err.(*azq.Error); ok && e.StatusCode == http.StatusUnauthorized {
 			q.w.Header().Set("WWW-Authenticate", bearerChallenge)
@@ -221,43 +301,7 @@ func (q *request) serve() {
 		q.fail(err)
 		return
 	}
-	var err error
-	switch q.op {
-	case opListQueues:
-		err = q.listQueues()
-	case opGetServiceProperties:
-		err = q.getServiceProperties()
-	case opSetServiceProperties:
-		err = q.setServiceProperties()
-	case opGetServiceStats:
-		err = q.getServiceStats()
-	case opCreateQueue:
-		err = q.createQueue()
-	case opDeleteQueue:
-		err = q.deleteQueue()
-	case opGetQueueMetadata:
-		err = q.getQueueMetadata()
-	case opSetQueueMetadata:
-		err = q.setQueueMetadata()
-	case opGetQueueACL:
-		err = q.getQueueACL()
-	case opSetQueueACL:
-		err = q.setQueueACL()
-	case opPutMessage:
-		err = q.putMessage()
-	case opGetMessages:
-		err = q.getMessages()
-	case opPeekMessages:
-		err = q.peekMessages()
-	case opDeleteMessage:
-		err = q.deleteMessage()
-	case opClearMessages:
-		err = q.clearMessages()
-	case opUpdateMessage:
-		err = q.updateMessage()
-	default:
-		err = errInternal()
-	}
+	err := operations[q.op].serve(q)
 	if err != nil {
 		q.fail(err)
 	}
@@ -266,27 +310,40 @@ func (q *request) serve() {
 // resolveAccount finds the account the request addresses: host-style when
 // the first DNS label of a non-IP host names a served account (or its
 // "-secondary"), else path-style from the first path segment. It leaves
-// the path below the account in q.queue and q.msgID via classify.
+// the path below the account, as sent, in q.rest for classify.
+//
+// Routing reads the path as sent (requestPath), not the decoded
+// r.URL.Path: a percent-encoded "/" is part of its segment, so
+// "/devstoreaccount1/victim%2Fmessages" names the queue "victim/messages"
+// (an invalid name), never the messages of queue "victim". That is also
+// the path the Shared Key signature covers and the one a proxy in front
+// sees.
 func (q *request) resolveAccount() error {
+	raw := strings.TrimPrefix(requestPath(q.r), "/")
 	host := hostWithoutPort(q.r.Host)
 	if label, _, _ := strings.Cut(host, "."); label != "" {
 		// Only a label that names an account is worth the IP check; an
 		// emulator address such as 127.0.0.1 never gets that far.
 		if a, sec := q.s.lookupAccount(strings.ToLower(label)); a != nil && net.ParseIP(host) == nil {
-			q.acct, q.secondary = a, sec
+			q.acct, q.secondary, q.rest = a, sec, raw
 			return nil
 		}
 	}
-	p := strings.TrimPrefix(q.r.URL.Path, "/")
-	seg, _, _ := strings.Cut(p, "/")
+	rawSeg, rest, _ := strings.Cut(raw, "/")
+	seg, err := url.PathUnescape(rawSeg)
+	if err != nil {
+		return errInvalidURI()
+	}
 	if seg == "" {
 		return errInvalidURI()
 	}
 	a, sec := q.s.lookupAccount(seg)
 	if a == nil {
-		return authFailed("The storage account " + truncate(seg, 64) + " is not served by this endpoint.")
+		// Azure answers a request for an account it does not serve
+		// before looking at its credentials.
+		return errResourceNotFound()
 	}
-	q.acct, q.secondary, q.pathStyle = a, sec, true
+	q.acct, q.secondary, q.pathStyle, q.accountSeg, q.rest = a, sec, true, rawSeg, rest
 	return nil
 }
 
@@ -316,150 +373,61 @@ func (s *Server) lookupAccount(name string) (*accountState, bool) {
 	return nil, false
 }
 
-// resourcePath returns the request path below the account.
-func (q *request) resourcePath() string {
-	p := q.r.URL.Path
-	if q.pathStyle {
-		p = strings.TrimPrefix(p, "/")
-		_, rest, _ := strings.Cut(p, "/")
-		return rest
-	}
-	return strings.TrimPrefix(p, "/")
-}
-
 // classify decides the operation from the method, the path below the
-// account and the comp/restype parameters.
+// account and the comp and restype parameters, by the route table.
 func (q *request) classify() error {
-	p := q.resourcePath()
-	p = strings.TrimSuffix(p, "/")
 	m := q.r.Method
 	if m == http.MethodOptions {
 		q.op = opPreflight
 		return nil
 	}
+	p := strings.TrimSuffix(q.rest, "/")
 	var parts [4]string
 	n := 0
 	for p != "" && n < len(parts) {
 		var seg string
 		seg, p, _ = strings.Cut(p, "/")
+		seg, err := url.PathUnescape(seg)
+		if err != nil {
+			return errInvalidURI()
+		}
 		parts[n] = seg
 		n++
 	}
-	if p != "" {
+	if p != "" || n > int(resMessage) || n >= 2 && parts[1] != "messages" {
 		return errInvalidURI()
 	}
+	res := resource(n)
+	q.queue = parts[0]
+	q.msgID = parts[2]
 	comp, _ := q.query.get("comp")
-	switch n {
-	case 0:
-		restype, _ := q.query.get("restype")
-		switch {
-		case comp == "list" && restype == "":
-			if m != http.MethodGet {
-				return errUnsupportedVerb()
-			}
-			q.op = opListQueues
-		case comp == "properties" && restype == "service":
-			switch m {
-			case http.MethodGet:
-				q.op = opGetServiceProperties
-			case http.MethodPut:
-				q.op = opSetServiceProperties
-			default:
-				return errUnsupportedVerb()
-			}
-		case comp == "stats" && restype == "service":
-			if m != http.MethodGet {
-				return errUnsupportedVerb()
-			}
-			q.op = opGetServiceStats
-		default:
-			if restype != "" && restype != "service" {
-				return invalidQueryValue("restype", restype, "")
-			}
-			return invalidQueryValue("comp", comp, "")
-		}
-		return nil
-	case 1:
-		q.queue = parts[0]
-		switch comp {
-		case "":
-			switch m {
-			case http.MethodPut:
-				q.op = opCreateQueue
-			case http.MethodDelete:
-				q.op = opDeleteQueue
-			case http.MethodGet, http.MethodHead:
-				return invalidQueryValue("comp", comp, "")
-			default:
-				return errUnsupportedVerb()
-			}
-		case "metadata":
-			switch m {
-			case http.MethodGet, http.MethodHead:
-				q.op = opGetQueueMetadata
-			case http.MethodPut:
-				q.op = opSetQueueMetadata
-			default:
-				return errUnsupportedVerb()
-			}
-		case "acl":
-			switch m {
-			case http.MethodGet, http.MethodHead:
-				q.op = opGetQueueACL
-			case http.MethodPut:
-				q.op = opSetQueueACL
-			default:
-				return errUnsupportedVerb()
-			}
-		default:
-			return invalidQueryValue("comp", comp, "")
-		}
-		return nil
-	case 2:
-		if parts[1] != "messages" {
-			return errInvalidURI()
-		}
-		q.queue = parts[0]
-		switch m {
-		case http.MethodPost:
-			q.op = opPutMessage
-		case http.MethodGet:
-			q.op = opGetMessages
-			if v, ok := q.query.get("peekonly"); ok {
-				switch strings.ToLower(v) {
-				case "true":
-					q.op = opPeekMessages
-				case "false":
-				default:
-					return invalidQueryValue("peekonly", v, "")
-				}
-			}
-		case http.MethodDelete:
-			q.op = opClearMessages
-		default:
-			return errUnsupportedVerb()
-		}
-		return nil
-	case 3:
-		if parts[1] != "messages" {
-			return errInvalidURI()
-		}
-		q.queue, q.msgID = parts[0], parts[2]
-		switch m {
-		case http.MethodPut:
-			if q.verNum < 20110818 {
-				// Update Message exists from version 2011-08-18 on.
-				return errUnsupportedVerb()
-			}
-			q.op = opUpdateMessage
-		case http.MethodDelete:
-			q.op = opDeleteMessage
-		default:
-			return errUnsupportedVerb()
-		}
-		return nil
+	restype, _ := q.query.get("restype")
+	rt, found, allowed := findRoute(res, m, comp, restype)
+	switch {
+	case !found && res == resService && restype != "" && restype != "service":
+		return invalidQueryValue("restype", restype, "")
+	case !found:
+		return invalidQueryValue("comp", comp, "")
+	case res == resQueue && comp == "" && (m == http.MethodGet || m == http.MethodHead):
+		// A queue without comp has no operation to read; Azure reports
+		// the missing comp as an invalid value, not the method.
+		return invalidQueryValue("comp", comp, "")
+	case !allowed || q.verNum < rt.minVersion:
+		return errUnsupportedVerb()
 	}
-	return errInvalidURI()
+	q.op = rt.op
+	if q.op == opGetMessages {
+		if v, ok := q.query.get("peekonly"); ok {
+			switch strings.ToLower(v) {
+			case "true":
+				q.op = opPeekMessages
+			case "false":
+			default:
+				return invalidQueryValue("peekonly", v, "")
+			}
+		}
+	}
+	return nil
 }
 
 // checkTimeout validates the timeout parameter every operation accepts.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -11,10 +12,6 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// clockPrefix is where the clock-control endpoints live. "_" can start
-// neither an account nor a queue name, so no Azure request has this path.
-const clockPrefix = "/_azq/"
-
 // clockControl serves the endpoints that read and move the emulator's mock
 // clock. mu serializes moves: clock.Mock fires due timers while it moves
 // and is not meant to be moved from two goroutines at once.
@@ -22,6 +19,11 @@ type clockControl struct {
 	mu  sync.Mutex
 	clk *clock.Mock
 }
+
+// maxClockTime is the last instant azq represents: its times are Unix
+// nanoseconds, which overflow after 2262-04-11T23:47:16.854775807Z. The
+// endpoints refuse to move the clock past it rather than let time wrap.
+var maxClockTime = time.Unix(0, math.MaxInt64).UTC()
 
 type clockReply struct {
 	Now time.Time `json:"now"`
@@ -67,11 +69,21 @@ func (c *clockControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, clockError{err.Error()})
 			return
 		}
+		if d > maxClockTime.Sub(now) {
+			writeJSON(w, http.StatusBadRequest, clockError{fmt.Sprintf("by: the clock cannot pass %s, the last instant azq represents; it is %s",
+				maxClockTime.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))})
+			return
+		}
 		c.clk.Add(d)
 	case "/_azq/clock/set":
 		to, err := time.Parse(time.RFC3339Nano, r.URL.Query().Get("to"))
 		if err != nil {
 			writeJSON(w, http.StatusBadRequest, clockError{"to: want an RFC 3339 time such as 2030-01-01T00:00:00Z"})
+			return
+		}
+		if to.After(maxClockTime) {
+			writeJSON(w, http.StatusBadRequest, clockError{fmt.Sprintf("to: the clock cannot pass %s, the last instant azq represents",
+				maxClockTime.Format(time.RFC3339Nano))})
 			return
 		}
 		if to.Before(now) {

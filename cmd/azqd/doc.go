@@ -23,8 +23,12 @@
 // Flags:
 //
 //	-addr host:port
-//		Address to listen on (default 127.0.0.1:10001). Port 0 picks a
-//		free port; the address actually bound is printed.
+//		Address to listen on (default 127.0.0.1:10001). Port 0, as in
+//		127.0.0.1:0, picks a free port; the address actually bound is
+//		printed. An address beyond loopback (":0", "0.0.0.0:10001") makes
+//		the emulator, and its publicly known development key, reachable
+//		from other machines; azqd warns on standard error when it listens
+//		there.
 //	-account name:key
 //		An account and one of its base64 keys. Repeat the flag for more
 //		accounts, or with the same name for a second key (key rotation).
@@ -63,6 +67,35 @@
 //	-shutdown-timeout duration
 //		How long a graceful shutdown waits for in-flight requests
 //		(default 10s).
+//	-read-timeout duration
+//		How long a client may take to send a whole request, headers and
+//		body (default 30s; the headers get at most 10s of it). A slow or
+//		silent client is disconnected when it runs out.
+//	-keep-alive-timeout duration
+//		How long an idle keep-alive connection stays open (default 5s, as
+//		in Azurite).
+//	-max-connections n
+//		The most connections served at once (default 1024). Further
+//		clients wait to be accepted until a connection closes.
+//	-print-connection-string
+//		Print only the connection strings on standard output, one line per
+//		account, for scripts; the other start-up lines go to standard
+//		error.
+//	-version
+//		Print azqd's version (module version, VCS revision, Go version)
+//		and exit.
+//
+// # Health and logs
+//
+// GET /_azq/health answers {"status":"ok","version":…,"clock_control":…}
+// once azqd serves, for readiness checks in scripts and containers; it is
+// always on and takes no credentials.
+//
+// With -log-level, each request is logged once, with its operation,
+// account, queue, status, Azure error code, duration, x-ms-version and
+// User-Agent: successful requests at debug level, client errors (4xx) at
+// info, server errors (5xx) at error. -log-level info therefore shows just
+// the requests that failed.
 //
 // # Azurite's flags
 //
@@ -100,9 +133,22 @@
 //	                                   ("90s", "1h30m") or by seconds ("3600")
 //	POST /_azq/clock/set?to=2030-01-01T00:00:00Z
 //	                                   move forward to an RFC 3339 time
+//	POST /_azq/reset                   delete every queue of every account
+//	                                   and restore the default service
+//	                                   properties, for test isolation
+//
+// Shared access signatures are checked against this clock, not the wall
+// clock: sign SAS start and expiry times from GET /_azq/clock (start a
+// little before its "now", expiry after it), since a token whose times come
+// from the wall clock is not yet valid, or already expired, once the
+// emulator's clock has been moved. Shared Key requests, by contrast, are
+// signed with the client's own clock, and under -clock-control azqd skips
+// Azure's 15-minute check of their date for that reason.
 //
 // The clock never moves backwards: a negative advance, or a set to an
-// earlier time, is refused with 400. Without -clock-control every /_azq/
-// path answers 404 and the emulator follows the real clock. The web page of
-// -ui, under /_azq/ui/, moves the same clock.
+// earlier time, is refused with 400. Nor does it move past
+// 2262-04-11T23:47:16.854775807Z, the last instant azq represents (its
+// times are Unix nanoseconds). Without -clock-control the clock and
+// reset endpoints answer 404 and the emulator follows the real clock. The
+// web page of -ui, under /_azq/ui/, moves the same clock.
 package main

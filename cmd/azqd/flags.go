@@ -30,6 +30,13 @@ type config struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+
+	// Operability: what clients may hold and how start-up reports.
+	readTimeout      time.Duration // reading a request, headers and body
+	keepAliveTimeout time.Duration // an idle keep-alive connection
+	maxConnections   int
+	printConnString  bool
+	version          bool
 }
 
 // accountsFlag collects repeated -account name:key values, merging the
@@ -120,6 +127,12 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
 	az := azuriteFlags(fs)
+
+	fs.DurationVar(&cfg.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a request, headers and body")
+	fs.DurationVar(&cfg.keepAliveTimeout, "keep-alive-timeout", 5*time.Second, "how long an idle keep-alive connection stays open")
+	fs.IntVar(&cfg.maxConnections, "max-connections", 1024, "most connections served at once; more wait to be accepted")
+	fs.BoolVar(&cfg.printConnString, "print-connection-string", false, "print only the connection strings on stdout, one per account, and the rest on stderr")
+	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -143,6 +156,12 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.shutdownTimeout <= 0 {
 		return nil, errors.New("-shutdown-timeout must be positive")
+	}
+	if cfg.readTimeout <= 0 || cfg.keepAliveTimeout <= 0 {
+		return nil, errors.New("-read-timeout and -keep-alive-timeout must be positive")
+	}
+	if cfg.maxConnections < 1 {
+		return nil, errors.New("-max-connections must be at least 1")
 	}
 	if _, err := parseLevel(cfg.logLevel); err != nil {
 		return nil, err

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -55,6 +57,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.version {
+		fmt.Fprintln(stdout, "azqd", buildVersion())
+		return nil
+	}
+	// With -print-connection-string, stdout carries the connection
+	// strings alone, for scripts; everything else goes to stderr.
+	notes := stdout
+	if cfg.printConnString {
+		notes = stderr
+	}
 	logger := newLogger(cfg, stderr)
 
 	var tlsConfig *tls.Config
@@ -92,10 +104,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctl = &clockControl{clk: mock}
 	}
 
-	ln, err := net.Listen("tcp", cfg.addr)
+	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
+	ln := newLimitListener(tcp, cfg.maxConnections)
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
 		Clock:          clk,
@@ -116,9 +129,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		web = ui.New(uiOpts)
 	}
 	hs := &http.Server{
-		Handler:           newHandler(api, ctl, web),
-		TLSConfig:         tlsConfig,
-		ReadHeaderTimeout: 30 * time.Second,
+		Handler:   newHandler(api, &adminHandler{api: api, ctl: ctl, web: web, version: buildVersion()}),
+		TLSConfig: tlsConfig,
+		// Slow and idle clients must not hold connections: a request
+		// (headers and body) has -read-timeout to arrive, its headers at
+		// most 10 s of it, and an idle keep-alive connection is closed
+		// after -keep-alive-timeout (Azurite's default is 5 s).
+		ReadHeaderTimeout: min(cfg.readTimeout, maxHeaderTimeout),
+		ReadTimeout:       cfg.readTimeout,
+		WriteTimeout:      cfg.readTimeout + writeAllowance,
+		IdleTimeout:       cfg.keepAliveTimeout,
 		ErrorLog:          errorLog(logger),
 	}
 	serveErr := make(chan error, 1)
@@ -131,16 +151,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 
 	base := scheme + "://" + endpointHost(ln.Addr())
-	fmt.Fprintf(stdout, "azqd: serving the Azure Queue REST API on %s\n", base)
+	if !isLoopback(ln.Addr()) {
+		fmt.Fprintf(stderr, "azqd: warning: listening on %s, beyond loopback: anyone who can reach it can use the accounts, and devstoreaccount1's key is public; use -addr 127.0.0.1:PORT unless that is what you want\n", ln.Addr())
+	}
+	fmt.Fprintf(notes, "azqd: serving the Azure Queue REST API on %s\n", base)
 	if ctl != nil {
-		fmt.Fprintf(stdout, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
+		fmt.Fprintf(notes, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
 			base, clk.Now().UTC().Format(time.RFC3339))
 	}
 	if web != nil {
 		fmt.Fprintf(stdout, "azqd: the queues are on view at %s%s/\n", base, uiPrefix)
 	}
 	if cfg.allowAnonymous {
-		fmt.Fprintln(stdout, "azqd: requests without credentials are allowed")
+		fmt.Fprintln(notes, "azqd: requests without credentials are allowed")
 	}
 	switch {
 	case oauth != nil && len(oauth.Keys) > 0:
@@ -149,7 +172,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are not checked (give -oauth-key to check them)")
 	}
 	for _, a := range cfg.accounts {
-		fmt.Fprintf(stdout, "%s: %s\n", a.Name, a.ConnectionString(base+"/"+a.Name))
+		if cfg.printConnString {
+			fmt.Fprintln(stdout, a.ConnectionString(base+"/"+a.Name))
+		} else {
+			fmt.Fprintf(stdout, "%s: %s\n", a.Name, a.ConnectionString(base+"/"+a.Name))
+		}
 	}
 	if logger != nil {
 		logger.Info("azqd started", "endpoint", base, "accounts", len(cfg.accounts), "clock_control", ctl != nil)
@@ -162,7 +189,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("serving: %w", err)
 	}
 
-	fmt.Fprintln(stdout, "azqd: shutting down")
+	fmt.Fprintln(notes, "azqd: shutting down")
 	if logger != nil {
 		logger.Info("azqd shutting down", "timeout", cfg.shutdownTimeout)
 	}
@@ -179,7 +206,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := api.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the service: %w", err))
 	}
-	fmt.Fprintln(stdout, "azqd: stopped")
+	fmt.Fprintln(notes, "azqd: stopped")
 	err = errors.Join(errs...)
 	if logger != nil {
 		if err != nil {
@@ -191,28 +218,66 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// uiPrefix is where -ui serves the web page, beside clock control.
+// uiPrefix is where -ui serves the web page, beside azqd's other
+// endpoints.
 const uiPrefix = "/_azq/ui"
 
-// newHandler routes /_azq/ui to the web UI (nil: off), the rest of /_azq/
-// to clock control (nil: off, every such path answers 404) and everything
-// else to the Azure Queue REST API.
-func newHandler(api http.Handler, ctl *clockControl, web http.Handler) http.Handler {
+// maxHeaderTimeout bounds the time a client has to send its request
+// headers; writeAllowance is the time to answer beyond -read-timeout.
+const (
+	maxHeaderTimeout = 10 * time.Second
+	writeAllowance   = 30 * time.Second
+)
+
+// newHandler routes /_azq/ to azqd's own endpoints and everything else to
+// the Azure Queue REST API.
+func newHandler(api, admin http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		switch {
-		case p == uiPrefix || strings.HasPrefix(p, uiPrefix+"/"):
-			if web == nil {
-				http.Error(w, "the web UI is off; start azqd with -ui", http.StatusNotFound)
-				return
-			}
-			web.ServeHTTP(w, r)
-		case strings.HasPrefix(p, clockPrefix) || p == strings.TrimSuffix(clockPrefix, "/"):
-			ctl.ServeHTTP(w, r)
-		default:
-			api.ServeHTTP(w, r)
+		if strings.HasPrefix(r.URL.Path, adminPrefix) || r.URL.Path == strings.TrimSuffix(adminPrefix, "/") {
+			admin.ServeHTTP(w, r)
+			return
 		}
+		api.ServeHTTP(w, r)
 	})
+}
+
+// isLoopback reports whether a listener's address is reachable from this
+// machine only.
+func isLoopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// buildVersion describes this build: the module version ("(devel)" for a
+// build from a source tree), the VCS revision when known, and the Go
+// version.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown) " + runtime.Version()
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+modified"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+	}
+	return v + " " + bi.GoVersion
 }
 
 // endpointHost is the host:port clients should use for a listener: an

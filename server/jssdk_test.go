@@ -1,0 +1,59 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/azqlib/azq/server"
+)
+
+// TestJavaScriptSDK drives the server with the newest JavaScript SDK,
+// @azure/storage-queue (pinned in testdata/jssdk/package.json), through
+// testdata/jssdk/sdk.mjs: queues, messages, stale receipts, service
+// properties, a service SAS, the secondary endpoint and its statistics.
+// It needs node and the SDK, which .ci/run installs (npm ci in
+// testdata/jssdk); under CI a missing SDK fails the test instead of
+// skipping it.
+func TestJavaScriptSDK(t *testing.T) {
+	dir := filepath.Join("testdata", "jssdk")
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "@azure", "storage-queue", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node or the JavaScript SDK is missing (%v); .ci/run installs them", err)
+		}
+		t.Skipf("node or the JavaScript SDK is missing (%v); run npm ci in %s", err, dir)
+	}
+	srv := server.New(server.Options{})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "sdk.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "AZQ_CONNECTION_STRING="+server.DevelopmentAccount().ConnectionString(hs.URL+"/devstoreaccount1"))
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("sdk.mjs: %v\n%s\n%s", err, out, stderr)
+	}
+	var res struct {
+		OK      bool     `json:"ok"`
+		Checked []string `json:"checked"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || !res.OK || len(res.Checked) != 8 {
+		t.Fatalf("sdk.mjs reported %s (%v)", out, err)
+	}
+}

@@ -84,7 +84,10 @@ var errorCodes = []struct {
 	{"MetadataTooLarge", 400, []string{"ErrInvalidMetadata", "ErrInvalidArgument"}, ""},
 	{"MissingContentLengthHeader", 411, nil, ""},
 	{"MissingRequiredHeader", 400, []string{"ErrInvalidArgument"}, ""},
-	{"MissingRequiredQueryParameter", 400, []string{"ErrInvalidArgument"}, "<QueryParameterName>popreceipt</QueryParameterName>"},
+	{"MissingRequiredQueryParameter", 400, []string{"ErrInvalidArgument"}, ""},
+	// A missing pop receipt is a receipt error too, as the in-memory
+	// queue's zero receipt is.
+	{"MissingRequiredQueryParameter", 400, []string{"ErrInvalidPopReceipt", "ErrInvalidArgument"}, "<QueryParameterName>popreceipt</QueryParameterName>"},
 	{"MissingRequiredXmlNode", 400, []string{"ErrInvalidArgument"}, ""},
 	{"MultipleConditionHeadersNotSupported", 400, []string{"ErrInvalidArgument"}, ""},
 	{"NoAuthenticationInformation", 401, nil, ""},
@@ -107,7 +110,7 @@ var errorCodes = []struct {
 	{"UnsupportedHeader", 400, []string{"ErrInvalidArgument"}, ""},
 	{"UnsupportedQueryParameter", 400, []string{"ErrInvalidArgument"}, ""},
 	{"UnsupportedXmlNode", 400, []string{"ErrInvalidArgument"}, ""},
-	// The two refinements by detail: a malformed pop receipt.
+	// A malformed pop receipt.
 	{"InvalidQueryParameterValue", 400, []string{"ErrInvalidPopReceipt", "ErrInvalidArgument"}, "<QueryParameterName>popreceipt</QueryParameterName><Reason>Invalid pop receipt format</Reason>"},
 }
 

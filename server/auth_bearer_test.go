@@ -215,7 +215,7 @@ func TestBearerRequest(t *testing.T) {
 			a := bearerRequest(good, opPutMessage)
 			a.secondary = true
 			return a
-		}, "AuthorizationFailure", 403, "Write operations are not allowed on the secondary"},
+		}, "InsufficientAccountPermissions", 403, ""},
 		{"OAuth off", func() authRequest {
 			a := bearerRequest(good, opPutMessage)
 			a.oauth = nil
@@ -231,7 +231,9 @@ func TestBearerRequest(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			err := authorize(c.build())
 			wantErr(t, err, c.code, c.status)
-			if c.code != "" {
+			// A refused token says why in one detail; a refusal that
+			// has nothing to do with the token (the secondary) has none.
+			if c.code != "" && c.detail != "" {
 				if d := details(err); len(d) != 1 || !strings.HasPrefix(d[0].Value, c.detail) {
 					t.Fatalf("details %v, want %q…", d, c.detail)
 				}

@@ -215,20 +215,25 @@ func (l *listener) step() {
 	}
 }
 
-// poll gets a batch.
+// poll gets a batch. For a listener that waits in Receive, this is
+// Receive: it returns the messages visible now, as one Get, or waits
+// without a transaction.
 func (l *listener) poll() {
 	e, f := l.e, l.f
-	e.m.tx[OpGet]++
 	msgs, err := e.q.Get(e.ctx, f.batch, f.vt)
 	if err != nil {
 		e.opErr("Get", err)
 	}
 	if len(msgs) == 0 {
-		e.m.emptyGets++
-		f.stats.EmptyGets++
+		if f.listen != listenReceive {
+			e.m.tx[OpGet]++
+			e.m.emptyGets++
+			f.stats.EmptyGets++
+		}
 		l.idle()
 		return
 	}
+	e.m.tx[OpGet]++
 	l.resetBackoff()
 	l.startBatch(msgs)
 	if len(msgs) == f.batch {

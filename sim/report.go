@@ -62,8 +62,9 @@ type Messages struct {
 	// Expired messages reached their time-to-live before they were
 	// completed.
 	Expired int64 `json:"expired"`
-	// InQueue is the number of messages left in the queue at the end, of
-	// which InFlight were held by consumers.
+	// InQueue is the number of messages left in the queue at the end.
+	// InFlight is the number that consumers held then, some of which
+	// another consumer may have taken since their lease lapsed.
 	InQueue  int64 `json:"inQueue"`
 	InFlight int64 `json:"inFlight"`
 	// Lost must be zero: messages put and neither completed, poisoned,

@@ -42,7 +42,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	row("poisoned", count(m.Poisoned), "")
 	row("expired", count(m.Expired), "")
 	row("crashes", count(m.Crashes), "")
-	row("in queue at the end", count(m.InQueue), fmt.Sprintf("%s in flight", count(m.InFlight)))
+	row("in the queue at the end", count(m.InQueue), "")
+	row("held by consumers at the end", count(m.InFlight), "")
 	row("lost", count(m.Lost), "")
 	tw.Flush()
 

@@ -151,7 +151,8 @@ type Fleet struct {
 	// Renew renews the lease of every held message every
 	// VisibilityTimeout/2 (Update Message). Workers always renew.
 	Renew bool `json:"renew,omitempty"`
-	// Listen is how an idle consumer waits for work.
+	// Listen is how an idle consumer waits for work. Default: polling
+	// every second for listeners, back-off for workers.
 	Listen Listen `json:"listen"`
 	// Autoscale, if set, adds and removes consumers by queue depth.
 	Autoscale *Autoscale `json:"autoscale,omitempty"`
@@ -493,6 +494,9 @@ func (f *Fleet) check() []error {
 		bad("restartDelay must not be negative")
 	}
 	l := &f.Listen
+	if worker && l.Kind == "" {
+		l.Kind = "backoff" // the worker's own default
+	}
 	switch l.Kind {
 	case "", "poll":
 		l.Kind = "poll"

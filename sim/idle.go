@@ -86,7 +86,7 @@ func pollsBetween(last, t, interval int64) int64 {
 	if t <= last {
 		return 0
 	}
-	return (t-last-1)/interval + 0
+	return (t - last - 1) / interval
 }
 
 // receiveWait is one consumer waiting in Receive.

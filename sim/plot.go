@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -185,6 +186,8 @@ func (r *Report) plots() ([]figure, error) {
 	for _, p := range []*plot.Plot{flow, depth, cons, lat} {
 		headroom(p)
 		p.Y.Tick.Marker = shortTicks{}
+		p.X.Tick.Marker = timeTicks{}
+		p.X.Min, p.X.Max = 0, r.Duration.D().Seconds()/div
 	}
 
 	figs := []figure{
@@ -355,4 +358,28 @@ func tickSecs(v float64) string {
 func headroom(p *plot.Plot) {
 	p.Y.Min = 0
 	p.Y.Max = math.Max(p.Y.Max*1.25, 1) // Add has set Max to the data's
+}
+
+// timeTicks marks a time axis at whole steps of its unit that divide the
+// next unit evenly (every 6 hours, every 15 minutes), five to twelve of
+// them.
+type timeTicks struct{}
+
+func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	step := 1.0
+	for _, s := range []float64{1, 2, 3, 5, 6, 10, 12, 15, 20, 30, 60, 120, 300, 600, 1200, 3000, 6000} {
+		step = s
+		if span/s <= 12 {
+			break
+		}
+	}
+	if span/step < 4 {
+		step /= 4 // a short axis: quarters of the unit
+	}
+	var ts []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		ts = append(ts, plot.Tick{Value: v, Label: trimZero(strconv.FormatFloat(v, 'f', 2, 64))})
+	}
+	return ts
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const scenario = `{
+	"name": "cli",
+	"seed": 1,
+	"duration": "30m",
+	"producers": [{"arrival": {"kind": "poisson", "rate": 2}}],
+	"consumers": [{"count": 5, "batchSize": 4, "processing": "1s", "listen": {"kind": "poll", "interval": "2s"}}]
+}`
+
+func writeScenario(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "scenario.json")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestRunWritesReportAndPlots(t *testing.T) {
+	dir := t.TempDir()
+	out, _, err := runCmd(t, "-q", "-out", dir, "-deliveries", writeScenario(t, scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "azqsim: cli") || !strings.Contains(out, "every message is accounted for") {
+		t.Errorf("summary:\n%s", out)
+	}
+	for _, name := range []string{"report.txt", "report.json", "timeseries.csv", "timeseries.json", "latency.csv",
+		"depth.png", "latency.png", "histogram.png", "transactions.png", "deliveries.csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if strings.HasSuffix(name, ".png") && !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+			t.Errorf("%s is not a PNG", name)
+		}
+	}
+	text, _ := os.ReadFile(filepath.Join(dir, "report.txt"))
+	if string(text) != out {
+		t.Error("report.txt differs from what was printed")
+	}
+	lines, _ := os.ReadFile(filepath.Join(dir, "deliveries.csv"))
+	var rep struct{ Messages struct{ Deliveries int } }
+	js, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(lines, []byte("\n")) - 1; n != rep.Messages.Deliveries || n == 0 {
+		t.Errorf("deliveries.csv has %d deliveries, the report %d", n, rep.Messages.Deliveries)
+	}
+}
+
+func TestSeedAndSet(t *testing.T) {
+	sc := writeScenario(t, scenario)
+	a, _, err := runCmd(t, "-q", "-no-files", "-seed", "3", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := runCmd(t, "-q", "-no-files", "-seed", "3", sc)
+	c, _, _ := runCmd(t, "-q", "-no-files", "-seed", "4", sc)
+	if a != b || a == c {
+		t.Error("-seed does not make runs reproducible and distinct")
+	}
+	out, _, err := runCmd(t, "-q", "-no-files", "-json", "-set", "consumers.0.count=9", "-set", "consumers.0.listen.kind=receive", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Fleets       []struct{ MaxConsumers int }
+		Transactions struct{ EmptyGets int }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("-json output: %v\n%s", err, out)
+	}
+	if rep.Fleets[0].MaxConsumers != 9 || rep.Transactions.EmptyGets != 0 {
+		t.Errorf("-set had no effect: %+v", rep)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	dir := t.TempDir()
+	out, _, err := runCmd(t, "-q", "-out", dir, "-sweep", "consumers.0.visibilityTimeout=1s,10s", writeScenario(t, scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "azqsim sweep: cli, consumers.0.visibilityTimeout") {
+		t.Errorf("sweep table:\n%s", out)
+	}
+	for _, name := range []string{"sweep.txt", "sweep.csv", "sweep.json", "sweep.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "sweep.csv"))
+	if n := bytes.Count(csv, []byte("\n")); n != 3 {
+		t.Errorf("sweep.csv has %d lines, want a header and 2 rows", n)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-format", "gif", "x.json"},
+		{"-set", "novalue", writeScenario(t, scenario)},
+		{"-sweep", "consumers.0.count", writeScenario(t, scenario)},
+		{"-seed", "-1", writeScenario(t, scenario)},
+	} {
+		if _, _, err := runCmd(t, args...); !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+	if _, _, err := runCmd(t, "-q", writeScenario(t, `{"duration": "1h"}`)); err == nil || !strings.Contains(err.Error(), "no producers") {
+		t.Errorf("bad scenario: %v", err)
+	}
+	if _, _, err := runCmd(t, "-q", "no/such/file.json"); err == nil {
+		t.Error("a missing file was accepted")
+	}
+}

@@ -22,62 +22,54 @@ import (
 // transactions in that format ("png" or "svg"). It returns the names of
 // the files written.
 func (r *Report) WriteFiles(dir, format string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	write, written, err := fileWriter(dir)
+	if err != nil {
 		return nil, err
-	}
-	var written []string
-	write := func(name string, b []byte) error {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-		written = append(written, p)
-		return nil
 	}
 	var text bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
-		return written, err
+		return *written, err
 	}
 	if err := write("report.txt", text.Bytes()); err != nil {
-		return written, err
+		return *written, err
 	}
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return written, err
+		return *written, err
 	}
 	if err := write("report.json", append(js, '\n')); err != nil {
-		return written, err
+		return *written, err
 	}
 	if err := write("timeseries.csv", r.seriesCSV()); err != nil {
-		return written, err
+		return *written, err
 	}
 	js, err = json.MarshalIndent(r.Series, "", "  ")
 	if err != nil {
-		return written, err
+		return *written, err
 	}
 	if err := write("timeseries.json", append(js, '\n')); err != nil {
-		return written, err
+		return *written, err
 	}
 	if err := write("latency.csv", r.histogramCSV()); err != nil {
-		return written, err
+		return *written, err
 	}
 	if format == "" {
-		return written, nil
+		return *written, nil
 	}
 	plots, err := r.plots()
 	if err != nil {
-		return written, err
+		return *written, err
 	}
 	for _, f := range plots {
 		b, err := render(f, f.w, f.h, format)
 		if err != nil {
-			return written, err
+			return *written, err
 		}
 		if err := write(f.name+"."+format, b); err != nil {
-			return written, err
+			return *written, err
 		}
 	}
-	return written, nil
+	return *written, nil
 }
 
 func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
@@ -113,4 +105,22 @@ func (r *Report) histogramCSV() []byte {
 		fmt.Fprintf(&b, "%s,%d\n", ftoa(h.Seconds), h.Count)
 	}
 	return b.Bytes()
+}
+
+// fileWriter makes dir and returns a function that writes one file into
+// it, and the list of the paths written so far.
+func fileWriter(dir string) (write func(name string, b []byte) error, written *[]string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	written = new([]string)
+	write = func(name string, b []byte) error {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+		*written = append(*written, p)
+		return nil
+	}
+	return write, written, nil
 }

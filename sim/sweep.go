@@ -10,8 +10,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -196,22 +194,14 @@ func (s *SweepResult) WriteText(w io.Writer) error {
 // sweep.json (every run's report), and unless format is "" the plot
 // sweep.<format> of duplicates, latency and cost against the parameter.
 func (s *SweepResult) WriteFiles(dir, format string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	write, written, err := fileWriter(dir)
+	if err != nil {
 		return nil, err
-	}
-	var written []string
-	write := func(name string, b []byte) error {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-		written = append(written, p)
-		return nil
 	}
 	var text bytes.Buffer
 	s.WriteText(&text)
 	if err := write("sweep.txt", text.Bytes()); err != nil {
-		return written, err
+		return *written, err
 	}
 	var c bytes.Buffer
 	cw := csv.NewWriter(&c)
@@ -224,25 +214,25 @@ func (s *SweepResult) WriteFiles(dir, format string) ([]string, error) {
 	}
 	cw.Flush()
 	if err := write("sweep.csv", c.Bytes()); err != nil {
-		return written, err
+		return *written, err
 	}
 	js, err := json.MarshalIndent(s.Reports, "", "  ")
 	if err != nil {
-		return written, err
+		return *written, err
 	}
 	if err := write("sweep.json", append(js, '\n')); err != nil {
-		return written, err
+		return *written, err
 	}
 	if format == "" || len(s.Reports) == 0 {
-		return written, nil
+		return *written, nil
 	}
 	f := s.figure()
 	b, err := render(f, f.w, f.h, format)
 	if err != nil {
-		return written, err
+		return *written, err
 	}
 	err = write("sweep."+format, b)
-	return written, err
+	return *written, err
 }
 
 // figure plots duplicates, latency and cost against the parameter: on a

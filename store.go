@@ -61,3 +61,31 @@ func (s *slotStore) release(slot uint32) {
 func (s *slotStore) reset() {
 	*s = slotStore{}
 }
+
+// allocAt claims slot for a message being restored from disk, which must
+// land in the slot its pop receipt names. It returns the node, or nil if
+// the slot is in use. The free list is not kept up to date while restoring;
+// rebuildFree makes it again afterwards.
+func (s *slotStore) allocAt(slot uint32) *node {
+	for int(slot>>chunkShift) >= len(s.chunks) {
+		s.chunks = append(s.chunks, make([]node, chunkSize))
+	}
+	if slot >= s.next {
+		s.next = slot + 1
+	}
+	if n := s.at(slot); n.seq == 0 {
+		return n
+	}
+	return nil
+}
+
+// rebuildFree makes the free list from the slots below next that are not
+// in use, after a restore placed messages with allocAt.
+func (s *slotStore) rebuildFree() {
+	s.free = s.free[:0]
+	for slot := s.next; slot > 0; slot-- {
+		if s.at(slot-1).seq == 0 {
+			s.free = append(s.free, slot-1)
+		}
+	}
+}

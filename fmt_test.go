@@ -1,0 +1,5 @@
+package azq
+
+import "fmt"
+
+func fmtAny(v ...any) string { return fmt.Sprint(v...) }

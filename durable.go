@@ -346,6 +346,10 @@ func (r *replayer) apply(p []byte) error {
 		q.policies = ps
 	case recPut:
 		slot := d.u32()
+		// Put takes a freed slot or the next new one, never one beyond.
+		if slot > q.store.next {
+			return fmt.Errorf("put into slot %d, beyond the next new slot %d", slot, q.store.next)
+		}
 		var n node
 		n.id = d.id()
 		n.inserted = d.i()

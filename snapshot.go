@@ -98,6 +98,11 @@ func (img *image) encode(w io.Writer) error {
 	return err
 }
 
+// maxRestoreSlot bounds the slots a snapshot may name, so that a damaged
+// one cannot make loading allocate without limit: 2^28 slots of nodes are
+// tens of gigabytes, more than a queue held in memory can have used.
+var maxRestoreSlot uint32 = 1 << 28
+
 // loadSnapshot restores the state a snapshot holds into r's Service.
 func (r *replayer) loadSnapshot(name string, data []byte) error {
 	var q *Queue
@@ -147,7 +152,7 @@ func (r *replayer) loadSnapshot(name string, data []byte) error {
 			if d.err != nil {
 				break
 			}
-			if n.seq == 0 || n.seq > q.seq || dq > 1<<31-1 || q.store.lookup(slot) != nil {
+			if n.seq == 0 || n.seq > q.seq || dq > 1<<31-1 || slot >= maxRestoreSlot || q.store.lookup(slot) != nil {
 				return fmt.Errorf("message %v is inconsistent (slot %d, sequence %d)", n.id, slot, n.seq)
 			}
 			n.dequeues = int32(dq)

@@ -262,7 +262,7 @@ func recoverService(dir string, fs fsys, cfg config, lock io.Closer) (*Service, 
 	// Append to the last segment, cutting off a torn tail first: a record
 	// appended after it would otherwise sit behind damage.
 	name := segName(dir, gen)
-	f, err := fs.OpenAppend(name)
+	f, err := fs.OpenRW(name)
 	if err == nil && tailEnd >= 0 {
 		err = f.Truncate(tailEnd)
 		if err == nil {
@@ -288,6 +288,7 @@ func recoverService(dir string, fs fsys, cfg config, lock io.Closer) (*Service, 
 	} else if data, err := fs.ReadFile(name); err == nil {
 		w.size = int64(len(data))
 	}
+	w.alloc = w.size
 	w.cond.L = &w.mu
 	w.onFail = s.fail
 	w.checkpoint = func() { s.checkpoint() }

@@ -13,7 +13,7 @@ import (
 // crash abandons a durable Service as a killed process would: the log
 // file and the lock are closed, nothing is flushed beyond what the
 // operations already made durable, and no checkpoint is written.
-func crash(t *testing.T, s *Service) {
+func crash(t testing.TB, s *Service) {
 	t.Helper()
 	w := s.dur.w
 	w.mu.Lock()

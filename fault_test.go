@@ -17,8 +17,9 @@ import (
 
 // faultFS is the real file system with faults on demand: the n-th write
 // fails, or tears (writes part of its bytes, then fails); the n-th sync
-// fails. It also remembers how much of each file was synced, so that
-// powerCut can drop everything written since, as losing power would.
+// fails. It also remembers how much of each file was synced and which
+// ranges were written since, so that powerCut can drop everything not
+// synced, as losing power would.
 type faultFS struct {
 	osFS
 	mu        sync.Mutex
@@ -28,6 +29,7 @@ type faultFS struct {
 	tear      bool // a failing write writes part of its bytes first
 	failSync  int  // fail the sync with this number; 0: never
 	synced    map[string]int64
+	dirty     map[string][][2]int64 // ranges written since the last sync
 }
 
 var errInjected = fmt.Errorf("injected fault: %w", syscall.EIO)
@@ -46,6 +48,7 @@ func (fs *faultFS) open(name string, flag int) (file, error) {
 	fs.mu.Lock()
 	if fs.synced == nil {
 		fs.synced = map[string]int64{}
+		fs.dirty = map[string][][2]int64{}
 	}
 	if _, ok := fs.synced[name]; !ok || flag&os.O_TRUNC != 0 {
 		st, _ := f.Stat()
@@ -58,8 +61,8 @@ func (fs *faultFS) open(name string, flag int) (file, error) {
 	return &faultFile{fs, f, name}, nil
 }
 
-func (fs *faultFS) OpenAppend(name string) (file, error) {
-	return fs.open(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+func (fs *faultFS) OpenRW(name string) (file, error) {
+	return fs.open(name, os.O_RDWR|os.O_CREATE)
 }
 
 func (fs *faultFS) Create(name string) (file, error) {
@@ -77,20 +80,33 @@ func (fs *faultFS) Rename(from, to string) error {
 }
 
 func (f *faultFile) Write(b []byte) (int, error) {
+	off, err := f.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.WriteAt(b, off)
+	f.f.Seek(off+int64(n), io.SeekStart)
+	return n, err
+}
+
+func (f *faultFile) WriteAt(b []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	f.fs.writes++
 	fail := f.fs.writes == f.fs.failWrite
 	tear := f.fs.tear
+	f.fs.dirty[f.name] = append(f.fs.dirty[f.name], [2]int64{off, off + int64(len(b))})
 	f.fs.mu.Unlock()
 	if fail {
 		if tear && len(b) > 1 {
-			n, _ := f.f.Write(b[:len(b)/2])
+			n, _ := f.f.WriteAt(b[:len(b)/2], off)
 			return n, errInjected
 		}
 		return 0, errInjected
 	}
-	return f.f.Write(b)
+	return f.f.WriteAt(b, off)
 }
+
+func (f *faultFile) Datasync() error { return f.Sync() }
 
 func (f *faultFile) Sync() error {
 	f.fs.mu.Lock()
@@ -109,6 +125,7 @@ func (f *faultFile) Sync() error {
 	}
 	f.fs.mu.Lock()
 	f.fs.synced[f.name] = st.Size()
+	delete(f.fs.dirty, f.name)
 	f.fs.mu.Unlock()
 	return nil
 }
@@ -116,14 +133,29 @@ func (f *faultFile) Sync() error {
 func (f *faultFile) Truncate(n int64) error { return f.f.Truncate(n) }
 func (f *faultFile) Close() error           { return f.f.Close() }
 
-// powerCut cuts every file back to what was synced of it.
+// powerCut cuts every file back to what was synced of it: what was
+// written since its last sync is lost (zeroed, the worst a file system
+// may leave), and the file has its last synced size.
 func (fs *faultFS) powerCut(t *testing.T) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for name, n := range fs.synced {
-		if err := os.Truncate(name, n); err != nil && !errors.Is(err, os.ErrNotExist) {
+		f, err := os.OpenFile(name, os.O_WRONLY, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
+		for _, r := range fs.dirty[name] {
+			if r[0] < n {
+				f.WriteAt(make([]byte, min(r[1], n)-r[0]), r[0])
+			}
+		}
+		if err := f.Truncate(n); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
 	}
 }
 

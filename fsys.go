@@ -12,8 +12,8 @@ import (
 // or tears writes and syncs, or drops what was never synced, as a crash or
 // a failing disk would.
 type fsys interface {
-	// OpenAppend opens name for appending, creating it if need be.
-	OpenAppend(name string) (file, error)
+	// OpenRW opens name for reading and writing, creating it if need be.
+	OpenRW(name string) (file, error)
 	// Create creates name, truncating it if it exists.
 	Create(name string) (file, error)
 	ReadFile(name string) ([]byte, error)
@@ -33,7 +33,12 @@ type fsys interface {
 // file is an open file of an fsys.
 type file interface {
 	io.Writer
+	io.WriterAt
+	// Sync makes the file's data and metadata durable (fsync).
 	Sync() error
+	// Datasync makes the file's data durable, and its metadata only as far
+	// as reading the data back needs it (fdatasync where there is one).
+	Datasync() error
 	Truncate(size int64) error
 	Close() error
 }
@@ -41,12 +46,25 @@ type file interface {
 // osFS is the real file system.
 type osFS struct{}
 
-func (osFS) OpenAppend(name string) (file, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+// osFile is a file of the real file system.
+type osFile struct{ *os.File }
+
+func (f osFile) Datasync() error { return datasync(f.File) }
+
+func (osFS) OpenRW(name string) (file, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
 }
 
 func (osFS) Create(name string) (file, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
 }
 
 func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }

@@ -28,7 +28,7 @@ const (
 
 	// snapshot records
 	recSnapHeader  = 20 // magic, format, next qid
-	recSnapQueue   = 21 // qid, name, seq, metadata, policies
+	recSnapQueue   = 21 // qid, name, seq, next slot, metadata, policies
 	recSnapMessage = 22 // slot, seq, id, inserted, expires, visible, tag, dequeues, version, content
 	recSnapEnd     = 23 // queues, messages
 )

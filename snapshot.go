@@ -22,6 +22,7 @@ type imageQueue struct {
 	qid      uint64
 	name     string
 	seq      uint64
+	next     uint32            // the store's next new slot
 	metadata map[string]string // never changed in place, so shared
 	policies []AccessPolicy    // likewise
 	slots    []uint32
@@ -34,7 +35,7 @@ type imageQueue struct {
 func (s *Service) captureLocked(qs []*Queue) image {
 	img := image{nextQID: s.nextQID, queues: make([]imageQueue, 0, len(qs))}
 	for _, q := range qs {
-		iq := imageQueue{qid: q.qid, name: q.name, seq: q.seq, metadata: q.metadata, policies: q.policies}
+		iq := imageQueue{qid: q.qid, name: q.name, seq: q.seq, next: q.store.next, metadata: q.metadata, policies: q.policies}
 		iq.slots = make([]uint32, 0, q.count)
 		iq.nodes = make([]node, 0, q.count)
 		for slot := uint32(0); slot < q.store.next; slot++ {
@@ -65,7 +66,7 @@ func (img *image) encode(w io.Writer) error {
 		iq := &img.queues[i]
 		if err == nil {
 			err = frame(func(e enc) enc {
-				return append(e, recSnapQueue).u(iq.qid).str(iq.name).u(iq.seq).metadata(iq.metadata).policies(iq.policies)
+				return append(e, recSnapQueue).u(iq.qid).str(iq.name).u(iq.seq).u(uint64(iq.next)).metadata(iq.metadata).policies(iq.policies)
 			})
 		}
 		// Insertion order lets loading rebuild the visibility rings as
@@ -123,15 +124,19 @@ func (r *replayer) loadSnapshot(name string, data []byte) error {
 			r.nextQID = d.u()
 			state = 1
 		case recSnapQueue:
-			qid, name, seq, md, ps := d.u(), d.str(), d.u(), d.metadata(), d.policies()
+			qid, name, seq, next, md, ps := d.u(), d.str(), d.u(), d.u32(), d.metadata(), d.policies()
 			if d.err != nil {
 				break
 			}
-			if _, ok := r.byQID[qid]; ok || qid >= r.nextQID {
-				return fmt.Errorf("queue number %d is repeated or out of range", qid)
+			if _, ok := r.byQID[qid]; ok || qid >= r.nextQID || next > maxRestoreSlot {
+				return fmt.Errorf("queue number %d is repeated or out of range, or its slots are", qid)
 			}
 			q = newQueue(name, r.s.cfg, md)
 			q.svc, q.qid, q.seq, q.policies = r.s, qid, seq, ps
+			if next > 0 {
+				// Slots below next may be named by Puts replayed later.
+				q.store.allocAt(next - 1)
+			}
 			r.byQID[qid] = q
 			queues++
 		case recSnapMessage:
@@ -152,7 +157,7 @@ func (r *replayer) loadSnapshot(name string, data []byte) error {
 			if d.err != nil {
 				break
 			}
-			if n.seq == 0 || n.seq > q.seq || dq > 1<<31-1 || slot >= maxRestoreSlot || q.store.lookup(slot) != nil {
+			if n.seq == 0 || n.seq > q.seq || dq > 1<<31-1 || slot >= q.store.next || q.store.lookup(slot) != nil {
 				return fmt.Errorf("message %v is inconsistent (slot %d, sequence %d)", n.id, slot, n.seq)
 			}
 			n.dequeues = int32(dq)

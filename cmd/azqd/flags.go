@@ -25,6 +25,7 @@ type config struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	dataDir         string
 }
 
 // accountsFlag collects repeated -account name:key values, merging the
@@ -111,6 +112,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.logLevel, "log-level", "off", "request log `level`: off, debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
+	fs.StringVar(&cfg.dataDir, "data", "", "keep queues and messages in `dir` across restarts (default: in memory only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +137,66 @@ func TestDurableReopenKeepsEverything(t *testing.T) {
 				t.Fatalf("Delete with a receipt from before the restart: %v", err)
 			}
 		})
+	}
+}
+
+// TestSnapshotRestore checks that Restore gives back exactly what
+// Snapshot saw, receipts included, for a Service in memory and a durable
+// one, while other goroutines keep changing it.
+func TestSnapshotRestore(t *testing.T) {
+	ctx := context.Background()
+	for _, durable := range []bool{false, true} {
+		s := NewService()
+		if durable {
+			s = mustOpen(t, t.TempDir(), WithSync(SyncInterval(time.Hour)))
+		}
+		a, _, _ := s.CreateQueue(ctx, "alpha", map[string]string{"k": "v"})
+		a.SetAccessPolicies(ctx, []AccessPolicy{{ID: "p", Expiry: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), Permission: "r"}})
+		for i := 0; i < 300; i++ {
+			a.Put(ctx, fmt.Sprint("m", i), &PutOptions{VisibilityTimeout: time.Duration(i%3) * time.Second})
+		}
+		got, _ := a.Get(ctx, 32, time.Minute)
+		for _, m := range got[:10] {
+			a.Delete(ctx, m.ID, m.PopReceipt)
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { // a concurrent writer on another queue
+			defer close(done)
+			b, _, _ := s.CreateQueue(ctx, "beta", nil)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					b.Put(ctx, "x", nil)
+				}
+			}
+		}()
+		var buf bytes.Buffer
+		if err := s.Snapshot(ctx, &buf); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		<-done
+		r, err := Restore(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra, err := r.Queue("alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		alphaOnly := func(s *Service) string {
+			d := dump(t, s)
+			return d[:strings.Index(d, "\n")]
+		}
+		if x, y := alphaOnly(s), alphaOnly(r); x != y {
+			t.Fatalf("durable=%v: restored %.500s\nwant %.500s", durable, y, x)
+		}
+		if err := ra.Delete(ctx, got[20].ID, got[20].PopReceipt); err != nil {
+			t.Fatalf("durable=%v: Delete with a receipt from before the snapshot: %v", durable, err)
+		}
+		s.Close()
 	}
 }

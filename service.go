@@ -18,7 +18,7 @@ type Service struct {
 	mu      sync.Mutex                 // guards the fields below
 	queues  *btree.Map[string, *Queue] // ordered by name, for ListQueues
 	closed  bool
-	nextQID uint64 // number of the next queue created (durable mode)
+	nextQID uint64 // number of the next queue created, for logs and snapshots
 	failure error  // the log's failure (durable mode)
 
 	dur *durable // the on-disk side; nil in memory
@@ -27,7 +27,7 @@ type Service struct {
 // NewService returns a Service with no queues. Options set the clock and
 // limits of every queue it creates.
 func NewService(opts ...Option) *Service {
-	return &Service{cfg: newConfig(opts), queues: new(btree.Map[string, *Queue])}
+	return &Service{cfg: newConfig(opts), queues: new(btree.Map[string, *Queue]), nextQID: 1}
 }
 
 // Clock returns the clock the Service's queues read time from.
@@ -84,11 +84,11 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 		return q, false, nil
 	}
 	q = newQueue(name, s.cfg, cloneMetadata(metadata))
-	q.svc = s
+	q.svc, q.qid = s, s.nextQID
+	s.nextQID++
 	var lsn uint64
 	if s.dur != nil {
-		q.wal, q.qid = s.dur.w, s.nextQID
-		s.nextQID++
+		q.wal = s.dur.w
 		lsn = q.logCreate()
 	}
 	s.queues.Set(name, q)

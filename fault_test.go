@@ -408,3 +408,42 @@ func TestDurableLockedDirectory(t *testing.T) {
 }
 
 var _ io.Closer = (*faultFile)(nil)
+
+// TestDurableIntervalSync checks SyncInterval's promise on the real clock
+// (an integration test of the timer, so it waits): an operation returns
+// without a sync, and the sync follows within the interval.
+func TestDurableIntervalSync(t *testing.T) {
+	fs := &faultFS{}
+	s, err := Open(t.TempDir(), withFS(fs), WithSync(SyncInterval(20*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	q, _, _ := s.CreateQueue(ctx, "interval", nil)
+	time.Sleep(100 * time.Millisecond) // the creation's sync
+	syncs := func() int { fs.mu.Lock(); defer fs.mu.Unlock(); return fs.syncs }
+	before := syncs()
+	for i := 0; i < 50; i++ {
+		if _, err := q.Put(ctx, "m", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := syncs() - before; n > 1 {
+		t.Fatalf("%d syncs for 50 Puts with interval sync, want at most the one of an allotment", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syncs() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no sync within 5 s of the writes, with a 20 ms interval")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	w := s.dur.w
+	w.mu.Lock()
+	synced, written := w.synced, w.written
+	w.mu.Unlock()
+	if synced != written {
+		t.Fatalf("after the interval sync: %d records synced of %d written", synced, written)
+	}
+}

@@ -229,7 +229,7 @@ func (w *wal) flushLocked(lsn uint64, sync bool) error {
 		w.busy = true
 		data, upto, f, off := w.buf, w.appended, w.f, w.size
 		w.buf = w.spare[:0]
-		doSync := sync || w.synced < w.written
+		doSync := sync
 		w.mu.Unlock()
 		// Records are written into space allotted ahead of them, filled
 		// with zeros and synced whole, so that the file's size rarely

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,6 +209,7 @@ func (w *wal) wait(lsn uint64) error {
 // a write itself or waiting for the leader's. w.mu must be held; it is
 // released while this goroutine writes.
 func (w *wal) flushLocked(lsn uint64, sync bool) error {
+	yielded := false
 	for {
 		if w.err != nil {
 			return w.err
@@ -225,6 +227,18 @@ func (w *wal) flushLocked(lsn uint64, sync bool) error {
 		}
 		if w.closed {
 			return errLogClosed
+		}
+		if !yielded {
+			// Before leading, let the callers that the last write
+			// released run first: each appends its next record, which
+			// then joins this write instead of waiting for the next.
+			// Without this, concurrent callers split into two groups
+			// whose writes alternate, each sync carrying half of them.
+			yielded = true
+			w.mu.Unlock()
+			runtime.Gosched()
+			w.mu.Lock()
+			continue
 		}
 		w.busy = true
 		data, upto, f, off := w.buf, w.appended, w.f, w.size

@@ -200,3 +200,5 @@ func TestSnapshotRestore(t *testing.T) {
 		s.Close()
 	}
 }
+
+func fmtAny(v ...any) string { return fmt.Sprint(v...) }

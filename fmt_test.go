@@ -1,5 +1,0 @@
-package azq
-
-import "fmt"
-
-func fmtAny(v ...any) string { return fmt.Sprint(v...) }

@@ -118,7 +118,7 @@ func parseGen(name, prefix string) (uint64, bool) {
 // RecoveryStats describe what Open found in its directory.
 type RecoveryStats struct {
 	Queues   int           // queues recovered
-	Messages int           // messages recovered (expired ones included until first touched)
+	Messages int           // messages recovered, not counting those expired by now
 	Records  int           // log records replayed after the snapshot
 	Duration time.Duration // how long recovery took
 }

@@ -25,7 +25,8 @@ RUN ln -s azqd /out/usr/local/bin/azurite-queue && ln -s azqd /out/usr/local/bin
 FROM scratch
 COPY --from=build /out/ /
 ENV PATH=/usr/local/bin
-# Any user will do: azqd writes nothing to disk.
+# Any user will do: azqd writes nothing to disk unless -data names a
+# directory, which then must be a volume that user can write.
 USER 65532:65532
 EXPOSE 10001
 # Listen on every interface of the container; the connection strings azqd

@@ -422,3 +422,156 @@ func BenchmarkIdleQueue(b *testing.B) {
 		})
 	}
 }
+
+// The durable mode (Open). Every operation is acknowledged only once it is
+// synced (SyncEveryOp, group commit) unless the name says interval. The
+// same-run comparison with maragu.dev/goqite (SQLite) and go.etcd.io/bbolt
+// lives in the separate module bench/durable, so that their drivers never
+// enter azq's dependencies:
+//
+//	go test -run='^$' -bench=Durable -count=6 . | tee durable.txt
+//	(cd bench/durable && go test -run='^$' -bench=. -count=6 . | tee ../durable-compare.txt)
+
+// durableCycles runs b.N Put→Get→Delete cycles of a 16-byte message on
+// the queue of a durable Service in dir, spread over callers goroutines,
+// and reports cycles per second.
+func durableCycles(b *testing.B, callers int, opts ...Option) {
+	ctx := context.Background()
+	s, err := Open(b.TempDir(), opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	q, _, err := s.CreateQueue(ctx, "bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				_, err := q.Put(ctx, payload16, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				// Another caller may have taken the message just put
+				// and not yet put its own: take the next one.
+				var ms []Message
+				for len(ms) == 0 {
+					if ms, err = q.Get(ctx, 1, DefaultVisibilityTimeout); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				if err := q.Delete(ctx, ms[0].ID, ms[0].PopReceipt); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
+}
+
+// BenchmarkDurableCycle is BenchmarkCycle on a durable queue with every
+// operation synced before it returns, from 1 and from 8 goroutines at
+// once (ns/op is per cycle, all goroutines together), and with interval
+// sync for comparison.
+func BenchmarkDurableCycle(b *testing.B) {
+	for _, callers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) { durableCycles(b, callers) })
+	}
+	for _, callers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("interval/callers=%d", callers), func(b *testing.B) {
+			durableCycles(b, callers, WithSync(SyncInterval(100*time.Millisecond)))
+		})
+	}
+}
+
+// BenchmarkDurableBytes reports the bytes on disk per 16-byte message put:
+// in the log (one Put record) and in a snapshot (one message record).
+func BenchmarkDurableBytes(b *testing.B) {
+	const n = 10000
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		s, err := Open(dir, WithSync(SyncInterval(time.Hour)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		q, _, _ := s.CreateQueue(ctx, "bench", nil)
+		for j := 0; j < n; j++ {
+			if _, err := q.Put(ctx, payload16, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s.dur.w.wait(s.dur.w.current())
+		logBytes := s.dur.w.size
+		var snap countWriter
+		if err := s.Snapshot(ctx, &snap); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+		b.ReportMetric(float64(logBytes)/n, "log-B/msg")
+		b.ReportMetric(float64(snap)/n, "snapshot-B/msg")
+	}
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
+}
+
+// BenchmarkDurableReplay measures Open of a directory holding 1 million
+// 16-byte messages, from the log alone (as a crash leaves it) and from a
+// snapshot (as Close leaves it). ns/op is one whole recovery.
+func BenchmarkDurableReplay(b *testing.B) {
+	const n = 1_000_000
+	for _, from := range []string{"log", "snapshot"} {
+		b.Run("from="+from, func(b *testing.B) {
+			dir := b.TempDir()
+			s, err := Open(dir, WithSync(SyncInterval(time.Hour)), WithCheckpointBytes(1<<40))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			q, _, _ := s.CreateQueue(ctx, "bench", nil)
+			for j := 0; j < n; j++ {
+				if _, err := q.Put(ctx, payload16, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if from == "log" {
+				s.dur.w.wait(s.dur.w.current())
+				crash(b, s)
+			} else if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s, stats, err := OpenStats(dir, WithCheckpointBytes(1<<40))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if stats.Messages != n {
+					b.Fatalf("recovered %d messages, want %d", stats.Messages, n)
+				}
+				crash(b, s)
+				runtime.GC()
+				b.StartTimer()
+			}
+		})
+	}
+}

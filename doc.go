@@ -6,7 +6,10 @@
 // microseconds.
 //
 // A Queue is one queue; a Service holds named queues as a storage account
-// does. Every operation takes a context first and returns errors of type
+// does. A Service made by NewService lives in memory; one made by Open keeps
+// its queues in a directory, logging every change before acknowledging it,
+// so that they survive a crash of the process or the machine (see Open,
+// WithSync and Service.Snapshot). Every operation takes a context first and returns errors of type
 // *Error, which carry Azure's error code and HTTP status and match the Err…
 // values of this package with errors.Is.
 //

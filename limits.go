@@ -72,6 +72,10 @@ type config struct {
 	// realTime is set while the clock is the default real one, whose time
 	// wallNow reads more cheaply than clock.Now.
 	realTime bool
+	// The durable mode's settings; see Open.
+	sync      SyncPolicy
+	ckptBytes int64
+	fs        fsys // nil: the real file system
 }
 
 func newConfig(opts []Option) config {

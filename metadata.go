@@ -44,7 +44,14 @@ func (q *Queue) SetMetadata(ctx context.Context, md map[string]string) error {
 		return err
 	}
 	q.metadata = md
+	var lsn uint64
+	if q.wal != nil {
+		lsn = q.logMetadata(md)
+	}
 	q.mu.Unlock()
+	if lsn != 0 {
+		return q.wal.wait(lsn)
+	}
 	return nil
 }
 
@@ -72,7 +79,14 @@ func (q *Queue) SetAccessPolicies(ctx context.Context, ps []AccessPolicy) error 
 		return err
 	}
 	q.policies = ps
+	var lsn uint64
+	if q.wal != nil {
+		lsn = q.logPolicies(ps)
+	}
 	q.mu.Unlock()
+	if lsn != 0 {
+		return q.wal.wait(lsn)
+	}
 	return nil
 }
 

@@ -40,6 +40,13 @@ type Queue struct {
 	closed   bool
 	metadata map[string]string
 	policies []AccessPolicy
+
+	// The durable mode (Open): the log that every change is appended to
+	// before it is acknowledged, nil in memory; the queue's number in it;
+	// and the log's failure once it failed, which closed the queue.
+	wal     *wal
+	qid     uint64
+	failure error
 }
 
 // New returns an empty queue that is not part of a Service. Options set its
@@ -91,6 +98,9 @@ func (q *Queue) now() int64 {
 }
 
 func (q *Queue) closedErr() error {
+	if q.failure != nil {
+		return q.failure
+	}
 	return newError(ErrQueueNotFound, "", "the queue "+quoteTrunc(q.name)+" does not exist: it was deleted or closed")
 }
 
@@ -160,7 +170,16 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	m := n.message()
 	m.PopReceipt = newReceipt(slot, n.version, n.tag)
 	q.visibleSoon(n.visible, now)
+	var lsn uint64
+	if q.wal != nil {
+		lsn = q.logPut(slot, n)
+	}
 	q.mu.Unlock()
+	if lsn != 0 {
+		if err := q.wal.wait(lsn); err != nil {
+			return Message{}, err
+		}
+	}
 	return m, nil
 }
 
@@ -178,13 +197,19 @@ func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]Mes
 	if err := q.lock(ctx, now); err != nil {
 		return nil, err
 	}
-	msgs := q.get(now, n, visibility)
+	msgs, lsn := q.get(now, n, visibility)
 	q.mu.Unlock()
+	if lsn != 0 {
+		if err := q.wal.wait(lsn); err != nil {
+			return nil, err
+		}
+	}
 	return msgs, nil
 }
 
-// get dequeues up to n visible messages. q.mu must be held.
-func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
+// get dequeues up to n visible messages. q.mu must be held. In the durable
+// mode it logs the change and returns the record's number for wal.wait.
+func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint64) {
 	var msgs []Message
 	hidden := addNanos(now, visibility)
 	for len(msgs) < n {
@@ -208,9 +233,13 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) []Message {
 		msgs = append(msgs, m)
 	}
 	if msgs == nil {
-		return []Message{}
+		return []Message{}, 0
 	}
-	return msgs
+	var lsn uint64
+	if q.wal != nil {
+		lsn = q.logGet(hidden, msgs)
+	}
+	return msgs, lsn
 }
 
 // Peek returns up to n visible messages (1 to 32) without changing
@@ -276,7 +305,14 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 	} else {
 		q.compactLazy()
 	}
+	var lsn uint64
+	if q.wal != nil {
+		lsn = q.logDelete(slot)
+	}
 	q.mu.Unlock()
+	if lsn != 0 {
+		return q.wal.wait(lsn)
+	}
 	return nil
 }
 
@@ -313,7 +349,16 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	// this message now becomes visible sooner, they must look again then.
 	q.visibleSoon(n.visible, now)
 	q.compactLazy()
+	var lsn uint64
+	if q.wal != nil {
+		lsn = q.logUpdate(slot, n, content)
+	}
 	q.mu.Unlock()
+	if lsn != 0 {
+		if err := q.wal.wait(lsn); err != nil {
+			return UpdateResult{}, err
+		}
+	}
 	return res, nil
 }
 
@@ -324,7 +369,14 @@ func (q *Queue) Clear(ctx context.Context) error {
 		return err
 	}
 	q.clearLocked()
+	var lsn uint64
+	if q.wal != nil {
+		lsn = q.logOp(recClear)
+	}
 	q.mu.Unlock()
+	if lsn != 0 {
+		return q.wal.wait(lsn)
+	}
 	return nil
 }
 
@@ -371,15 +423,28 @@ func (q *Queue) ApproximateCount(ctx context.Context) (int, error) {
 
 // Close deletes the queue and its messages and wakes every waiting
 // Receive. Afterwards every operation returns ErrQueueNotFound, as it would
-// for a deleted queue. Close is idempotent and always returns nil.
+// for a deleted queue. Close is idempotent; it returns nil except when a
+// durable Service fails to log the deletion (ErrStorageFailure).
 func (q *Queue) Close() error {
 	q.mu.Lock()
+	var lsn uint64
 	if !q.closed {
-		q.closed = true
-		q.clearLocked()
-		q.stopWakeTimer()
-		q.wakeWaiters()
+		if q.wal != nil {
+			lsn = q.logOp(recDeleteQueue)
+		}
+		q.shut()
 	}
 	q.mu.Unlock()
+	if lsn != 0 {
+		return q.wal.wait(lsn)
+	}
 	return nil
+}
+
+// shut closes the queue in memory. q.mu must be held.
+func (q *Queue) shut() {
+	q.closed = true
+	q.clearLocked()
+	q.stopWakeTimer()
+	q.wakeWaiters()
 }

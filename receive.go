@@ -27,8 +27,13 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 			return nil, q.closedErr()
 		}
 		q.purgeExpired(now)
-		if msgs := q.get(now, n, visibility); len(msgs) > 0 {
+		if msgs, lsn := q.get(now, n, visibility); len(msgs) > 0 {
 			q.mu.Unlock()
+			if lsn != 0 {
+				if err := q.wal.wait(lsn); err != nil {
+					return nil, err
+				}
+			}
 			return msgs, nil
 		}
 		// Nothing visible: wait for the earliest next-visible time or for a

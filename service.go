@@ -14,16 +14,20 @@ import (
 // share the Service's clock and limits. All methods are safe for concurrent
 // use.
 type Service struct {
-	cfg    config
-	mu     sync.Mutex
-	queues *btree.Map[string, *Queue] // ordered by name, for ListQueues
-	closed bool
+	cfg     config
+	mu      sync.Mutex                 // guards the fields below
+	queues  *btree.Map[string, *Queue] // ordered by name, for ListQueues
+	closed  bool
+	nextQID uint64 // number of the next queue created, for logs and snapshots
+	failure error  // the log's failure (durable mode)
+
+	dur *durable // the on-disk side; nil in memory
 }
 
 // NewService returns a Service with no queues. Options set the clock and
 // limits of every queue it creates.
 func NewService(opts ...Option) *Service {
-	return &Service{cfg: newConfig(opts), queues: new(btree.Map[string, *Queue])}
+	return &Service{cfg: newConfig(opts), queues: new(btree.Map[string, *Queue]), nextQID: 1}
 }
 
 // Clock returns the clock the Service's queues read time from.
@@ -33,6 +37,9 @@ func (s *Service) Clock() clock.Clock { return s.cfg.clock }
 func (s *Service) Limits() Limits { return s.cfg.limits }
 
 func (s *Service) closedErr() error {
+	if s.failure != nil {
+		return s.failure
+	}
 	return newError(ErrQueueNotFound, "", "the service is closed")
 }
 
@@ -53,22 +60,44 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 		return nil, false, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.failure != nil {
+		s.mu.Unlock()
 		return nil, false, s.closedErr()
 	}
 	if q, ok := s.queues.Get(name); ok {
 		q.mu.Lock()
 		same := sameMetadata(q.metadata, metadata)
 		q.mu.Unlock()
+		var lsn uint64
+		if s.dur != nil {
+			lsn = s.dur.w.current() // the queue's creation may not be durable yet
+		}
+		s.mu.Unlock()
 		if !same {
 			return nil, false, newError(ErrQueueAlreadyExists, "", "the queue "+quoteTrunc(name)+" already exists with different metadata")
+		}
+		if lsn != 0 {
+			if err := s.dur.w.wait(lsn); err != nil {
+				return nil, false, err
+			}
 		}
 		return q, false, nil
 	}
 	q = newQueue(name, s.cfg, cloneMetadata(metadata))
-	q.svc = s
+	q.svc, q.qid = s, s.nextQID
+	s.nextQID++
+	var lsn uint64
+	if s.dur != nil {
+		q.wal = s.dur.w
+		lsn = q.logCreate()
+	}
 	s.queues.Set(name, q)
+	s.mu.Unlock()
+	if lsn != 0 {
+		if err := q.wal.wait(lsn); err != nil {
+			return nil, false, err
+		}
+	}
 	return q, true, nil
 }
 
@@ -92,9 +121,23 @@ func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 	}
 	s.mu.Lock()
 	q, ok := s.queues.Delete(name)
+	var lsn uint64
+	if ok && q.wal != nil {
+		// Log the deletion before the name is free again, so that a new
+		// queue of the same name is created after it in the log too.
+		q.mu.Lock()
+		if !q.closed {
+			lsn = q.logOp(recDeleteQueue)
+			q.shut()
+		}
+		q.mu.Unlock()
+	}
 	s.mu.Unlock()
 	if !ok {
 		return newError(ErrQueueNotFound, "", "the queue "+quoteTrunc(name)+" does not exist")
+	}
+	if lsn != 0 {
+		return q.wal.wait(lsn)
 	}
 	return q.Close()
 }
@@ -194,8 +237,14 @@ func decodeMarker(m string) (string, error) {
 }
 
 // Close deletes every queue, waking their waiting Receive calls. Afterwards
-// CreateQueue returns ErrQueueNotFound. Close always returns nil.
+// CreateQueue returns ErrQueueNotFound. Close of an in-memory Service
+// always returns nil. A durable Service (Open) keeps its queues on disk:
+// Close writes a checkpoint, syncs the log and releases the directory,
+// and reports a failure to do so.
 func (s *Service) Close() error {
+	if s.dur != nil {
+		return s.closeDurable()
+	}
 	s.mu.Lock()
 	s.closed = true
 	var qs []*Queue

@@ -94,3 +94,53 @@ func (s *slotStore) trim() {
 func (s *slotStore) reset() {
 	*s = slotStore{}
 }
+
+// allocAt claims slot for a message being restored from disk, which must
+// land in the slot its pop receipt names. It returns the node, or nil if
+// the slot is in use. The free list is not kept up to date while restoring;
+// rebuildFree makes it again afterwards.
+func (s *slotStore) allocAt(slot uint32) *node {
+	c := int(slot >> chunkShift)
+	if c == 0 && len(s.chunks) <= 1 {
+		// Only the first chunk is needed: size it as alloc would have
+		// grown it, so that a restored small queue stays small.
+		size := firstChunk
+		for size <= int(slot) {
+			size *= 2
+		}
+		if len(s.chunks) == 0 {
+			s.chunks = append(s.chunks, make([]node, size))
+		} else if len(s.chunks[0]) < size {
+			grown := make([]node, size)
+			copy(grown, s.chunks[0])
+			s.chunks[0] = grown
+		}
+	}
+	if len(s.chunks) > 0 && c > 0 && len(s.chunks[0]) < chunkSize {
+		// Later chunks address slots past a full first chunk.
+		grown := make([]node, chunkSize)
+		copy(grown, s.chunks[0])
+		s.chunks[0] = grown
+	}
+	for c >= len(s.chunks) {
+		s.chunks = append(s.chunks, make([]node, chunkSize))
+	}
+	if slot >= s.next {
+		s.next = slot + 1
+	}
+	if n := s.at(slot); n.seq == 0 {
+		return n
+	}
+	return nil
+}
+
+// rebuildFree makes the free list from the slots below next that are not
+// in use, after a restore placed messages with allocAt.
+func (s *slotStore) rebuildFree() {
+	s.free = s.free[:0]
+	for slot := s.next; slot > 0; slot-- {
+		if s.at(slot-1).seq == 0 {
+			s.free = append(s.free, slot-1)
+		}
+	}
+}

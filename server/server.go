@@ -45,6 +45,10 @@ type Options struct {
 	// OAuth, when set, accepts Microsoft Entra ID bearer tokens over
 	// HTTPS (see OAuthOptions). Without it a bearer token is refused.
 	OAuth *OAuthOptions
+	// Services, if set, supplies the azq.Service of each account named in
+	// it (durable ones from azq.Open, say) instead of a new in-memory
+	// Service; the Server closes them on Close.
+	Services map[string]*azq.Service
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
@@ -99,7 +103,10 @@ func New(opts Options) *Server {
 	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
-		svc := azq.NewService(azq.WithClock(c))
+		svc := opts.Services[a.Name]
+		if svc == nil {
+			svc = azq.NewService(azq.WithClock(c))
+		}
 		s.accounts[a.Name] = &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
 	}
 	return s
@@ -144,13 +151,18 @@ func (s *Server) Reset(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every account's Service, deleting all queues. Requests
-// served afterwards find no queues and cannot create any.
+// Close closes every account's Service, deleting all queues of in-memory
+// ones (durable ones keep theirs on disk). Requests served afterwards find
+// no queues and cannot create any. It reports the Services' failures to
+// close.
 func (s *Server) Close() error {
+	var errs []error
 	for _, a := range s.accounts {
-		a.svc.Close()
+		if err := a.svc.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("account %s: %w", a.acct.Name, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // policy looks up a stored access policy for service SAS verification.

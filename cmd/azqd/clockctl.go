@@ -18,6 +18,8 @@ import (
 type clockControl struct {
 	mu  sync.Mutex
 	clk *clock.Mock
+	// save, if set, persists the clock's time after each move (-data).
+	save func(time.Time) error
 }
 
 // maxClockTime is the last instant azq represents: its times are Unix
@@ -91,6 +93,12 @@ func (c *clockControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.clk.Set(to)
+	}
+	if c.save != nil && c.clk.Now() != now {
+		if err := c.save(c.clk.Now()); err != nil {
+			writeJSON(w, http.StatusInternalServerError, clockError{"the clock moved but could not be saved: " + err.Error()})
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, clockReply{Now: c.clk.Now().UTC()})
 }

@@ -17,8 +17,8 @@
 // Requests use path-style URLs, http://HOST:PORT/ACCOUNT/QUEUE, as with
 // every storage emulator. SIGINT or SIGTERM stops azqd gracefully: it stops
 // accepting connections, lets in-flight requests finish (for at most
-// -shutdown-timeout), and exits; a second signal exits at once. All queues
-// live in memory and are lost on exit.
+// -shutdown-timeout), and exits; a second signal exits at once. By default
+// all queues live in memory and are lost on exit; with -data they survive.
 //
 // Flags:
 //
@@ -67,6 +67,15 @@
 //	-shutdown-timeout duration
 //		How long a graceful shutdown waits for in-flight requests
 //		(default 10s).
+//	-data dir
+//		Keep queues, metadata, access policies and messages in dir, one
+//		subdirectory per account, with azq's durable mode (azq.Open):
+//		every request that succeeded is on disk before it is answered,
+//		and survives a crash. Start-up replays the directory and reports
+//		how many queues and messages it recovered and how long that took;
+//		a graceful shutdown writes a checkpoint so the next start-up is
+//		quick. With -clock-control the clock's time is kept there too
+//		and resumes where it stood.
 //	-read-timeout duration
 //		How long a client may take to send a whole request, headers and
 //		body (default 30s; the headers get at most 10s of it). A slow or
@@ -106,7 +115,8 @@
 //	--queuePort port    the port part of -addr (Azurite's listening port)
 //	--inMemoryPersistence
 //	                    no effect: Azurite then keeps its data off disk,
-//	                    and azqd never writes to disk
+//	                    and so does azqd unless -data is given (the two
+//	                    together are an error)
 //	--loose             no effect: Azurite then ignores headers and query
 //	                    parameters it does not support instead of refusing
 //	                    them, and azqd always ignores them

@@ -37,6 +37,7 @@ type config struct {
 	maxConnections   int
 	printConnString  bool
 	version          bool
+	dataDir          string
 }
 
 // accountsFlag collects repeated -account name:key values, merging the
@@ -133,6 +134,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.maxConnections, "max-connections", 1024, "most connections served at once; more wait to be accepted")
 	fs.BoolVar(&cfg.printConnString, "print-connection-string", false, "print only the connection strings on stdout, one per account, and the rest on stderr")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+
+	fs.StringVar(&cfg.dataDir, "data", "", "keep queues and messages in `dir` across restarts (default: in memory only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -216,8 +219,8 @@ type azurite struct {
 	// queueHost and queuePort are Azurite's listening address and port for
 	// the queue service: they replace the host and the port of -addr.
 	queueHost, queuePort string
-	// inMemoryPersistence keeps Azurite's data off disk; azqd never
-	// writes to disk, so it changes nothing.
+	// inMemoryPersistence keeps Azurite's data off disk; azqd keeps it in
+	// memory unless -data is given, so the two conflict.
 	inMemoryPersistence bool
 	// loose makes Azurite ignore headers and query parameters it does not
 	// support instead of refusing them; azqd always ignores them, so it
@@ -232,7 +235,7 @@ func azuriteFlags(fs *flag.FlagSet) *azurite {
 	az := &azurite{}
 	fs.StringVar(&az.queueHost, "queueHost", "", "Azurite alias: listen on this `host` (replaces the host of -addr)")
 	fs.StringVar(&az.queuePort, "queuePort", "", "Azurite alias: listen on this `port` (replaces the port of -addr)")
-	fs.BoolVar(&az.inMemoryPersistence, "inMemoryPersistence", false, "Azurite alias, no effect: azqd keeps everything in memory anyway")
+	fs.BoolVar(&az.inMemoryPersistence, "inMemoryPersistence", false, "Azurite alias: keep everything in memory, azqd's default (conflicts with -data)")
 	fs.BoolVar(&az.loose, "loose", false, "Azurite alias, no effect: azqd ignores headers and query parameters it does not support anyway")
 	fs.BoolVar(&az.skipAPIVersionCheck, "skipApiVersionCheck", false, "Azurite alias: accept every x-ms-version, azqd's default (conflicts with -strict-version)")
 	return az
@@ -242,6 +245,9 @@ func azuriteFlags(fs *flag.FlagSet) *azurite {
 func (az *azurite) apply(cfg *config) error {
 	if az.skipAPIVersionCheck && cfg.strictVersion {
 		return errors.New("--skipApiVersionCheck and -strict-version contradict each other")
+	}
+	if az.inMemoryPersistence && cfg.dataDir != "" {
+		return errors.New("--inMemoryPersistence and -data contradict each other")
 	}
 	if az.queueHost == "" && az.queuePort == "" {
 		return nil

@@ -55,6 +55,7 @@ func TestAzuriteFlagErrors(t *testing.T) {
 		{[]string{"--queuePort", "-1"}, "--queuePort"},
 		{[]string{"--queuePort"}, "flag needs an argument"},
 		{[]string{"--skipApiVersionCheck", "-strict-version"}, "contradict"},
+		{[]string{"--inMemoryPersistence", "-data", "/tmp/azqd-data"}, "contradict"},
 		{[]string{"-addr", "nonsense", "--queueHost", "0.0.0.0"}, "-addr"},
 		{[]string{"--blobHost", "0.0.0.0"}, "not defined"}, // azqd serves queues only
 	} {

@@ -104,13 +104,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctl = &clockControl{clk: mock}
 	}
 
+	services, err := openData(cfg, ctl, stdout)
+	if err != nil {
+		return err
+	}
 	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
+		closeAll(services)
 		return err
 	}
 	ln := newLimitListener(tcp, cfg.maxConnections)
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
+		Services:       services,
 		Clock:          clk,
 		AllowAnonymous: cfg.allowAnonymous,
 		StrictVersion:  cfg.strictVersion,

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+)
+
+// TestDataSurvivesRestart opens -data twice: queues, messages and the
+// mock clock's time come back, and start-up reports what it recovered.
+func TestDataSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := parseFlags([]string{"-data", dir, "-clock-control"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	newCtl := func() *clockControl {
+		m := clock.NewMock()
+		m.Set(start)
+		return &clockControl{clk: m}
+	}
+	ctl := newCtl()
+	var out bytes.Buffer
+	services, err := openData(cfg, ctl, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := services["devstoreaccount1"]
+	if svc == nil {
+		t.Fatalf("no service for the development account: %v", services)
+	}
+	ctx := context.Background()
+	q, _, err := svc.CreateQueue(ctx, "orders", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(ctx, "hello", &azq.PutOptions{TimeToLive: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	ctl.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/_azq/clock/advance?by=1h", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("advance: %d %s", rec.Code, rec.Body)
+	}
+	closeAll(services)
+
+	ctl = newCtl()
+	out.Reset()
+	services, err = openData(cfg, ctl, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(services)
+	if got, want := ctl.clk.Now(), start.Add(time.Hour); !got.Equal(want) {
+		t.Fatalf("the clock resumed at %v, want %v", got, want)
+	}
+	if !strings.Contains(out.String(), "recovered 1 queues and 1 messages") {
+		t.Fatalf("start-up report %q does not say what was recovered", out.String())
+	}
+	q, err = services["devstoreaccount1"].Queue("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := q.Peek(ctx, 1)
+	if err != nil || len(msgs) != 1 || msgs[0].Content != "hello" {
+		t.Fatalf("Peek after the restart: %v, %v", msgs, err)
+	}
+	// An hour more on the restored clock and the message has expired.
+	ctl.clk.Add(time.Hour)
+	if n, _ := q.ApproximateCount(ctx); n != 0 {
+		t.Fatalf("%d messages after their time-to-live, want 0", n)
+	}
+}

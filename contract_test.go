@@ -35,3 +35,27 @@ func TestServiceQueueContract(t *testing.T) {
 		return azqtest.Fixture{Queue: q, Clock: mock}
 	})
 }
+
+// And so do the queues of a durable Service, every change synced to disk
+// before it returns.
+func TestDurableQueueContract(t *testing.T) {
+	mock := clock.NewMock()
+	svc, err := azq.Open(t.TempDir(), azq.WithClock(mock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := svc.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	n := 0
+	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+		n++
+		q, _, err := svc.CreateQueue(context.Background(), fmt.Sprintf("durable-%d", n), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return azqtest.Fixture{Queue: q, Clock: mock}
+	})
+}

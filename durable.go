@@ -653,13 +653,7 @@ func (s *Service) closeDurable() error {
 	} else if err := s.checkpoint(); err != nil {
 		errs = append(errs, err)
 	}
-	s.mu.Lock()
-	s.closed = true
-	var qs []*Queue
-	s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
-	s.queues.Clear()
-	s.mu.Unlock()
-	for _, q := range qs {
+	for _, q := range s.closeQueues() {
 		q.mu.Lock()
 		if !q.closed {
 			q.shut()

@@ -245,14 +245,20 @@ func (s *Service) Close() error {
 	if s.dur != nil {
 		return s.closeDurable()
 	}
+	for _, q := range s.closeQueues() {
+		q.Close()
+	}
+	return nil
+}
+
+// closeQueues marks the Service closed, so that no queue can be created,
+// and takes all its queues out of it, for the caller to close.
+func (s *Service) closeQueues() []*Queue {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closed = true
 	var qs []*Queue
 	s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
 	s.queues.Clear()
-	s.mu.Unlock()
-	for _, q := range qs {
-		q.Close()
-	}
-	return nil
+	return qs
 }

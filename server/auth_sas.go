@@ -86,8 +86,8 @@ func authorizeSAS(a authRequest) error {
 	return authorizeServiceSAS(a, f)
 }
 
-// authorizeAccountSAS checks an account SAS (Create an account SAS, D-asas;
-// introduced with version 2015-04-05).
+// authorizeAccountSAS checks an account SAS (Azure's "Create an account
+// SAS", docs/semantics.md §9.4; introduced with version 2015-04-05).
 func authorizeAccountSAS(a authRequest, f sasFields) error {
 	if f.svNum < 20150405 {
 		return authFailed("Account SAS requires signed version 2015-04-05 or later; got '" + f.sv + "'.")
@@ -199,8 +199,8 @@ var queueSASNeeds = map[operation]string{
 	opDeleteMessage:    "p",
 }
 
-// authorizeServiceSAS checks a service SAS for a queue (Create a service
-// SAS, D-ssas). The signed resource is not a parameter: it is derived from
+// authorizeServiceSAS checks a service SAS for a queue (Azure's "Create a
+// service SAS", docs/semantics.md §9.3). The signed resource is not a parameter: it is derived from
 // the request, so a SAS for one queue used on another queue (or on the
 // service) fails the signature check, as in Azure.
 func authorizeServiceSAS(a authRequest, f sasFields) error {

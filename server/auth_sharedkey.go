@@ -14,8 +14,9 @@ import (
 const maxAuthorizationHeader = 4096
 
 // authorizeHeader verifies an Authorization header: SharedKey or
-// SharedKeyLite (Authorize with Shared Key, D-sk). Bearer tokens are
-// recognised but not supported.
+// SharedKeyLite (Azure's "Authorize with Shared Key"; docs/semantics.md
+// §9.1, §9.2). A Bearer token reaches it only when Options.OAuth is off,
+// and is refused.
 func authorizeHeader(a authRequest) error {
 	values := a.r.Header.Values("Authorization")
 	if len(values) != 1 {

@@ -22,8 +22,9 @@ type clockControl struct {
 	save func(time.Time) error
 }
 
-// maxClockTime is the last instant azq represents: its times are Unix
-// nanoseconds, which overflow after 2262-04-11T23:47:16.854775807Z. The
+// maxClockTime is the last instant a Unix-nanosecond time holds,
+// 2262-04-11T23:47:16.854775807Z; azq's times are Unix nanoseconds, and its
+// queues read any later clock as their own last instant, 2 ns before. The
 // endpoints refuse to move the clock past it rather than let time wrap.
 var maxClockTime = time.Unix(0, math.MaxInt64).UTC()
 

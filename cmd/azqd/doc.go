@@ -157,7 +157,7 @@
 //
 // The clock never moves backwards: a negative advance, or a set to an
 // earlier time, is refused with 400. Nor does it move past
-// 2262-04-11T23:47:16.854775807Z, the last instant azq represents (its
+// 2262-04-11T23:47:16.854775807Z, the last instant azq's clock holds (its
 // times are Unix nanoseconds). Without -clock-control the clock and
 // reset endpoints answer 404 and the emulator follows the real clock. The
 // web page of -ui, under /_azq/ui/, moves the same clock.

@@ -122,11 +122,10 @@ const notImplemented = "NotImplemented"
 // x-ms-error-code and message the Azure SDKs show: service (Blob, Table)
 // is not served here, and queues are on port queuePort.
 func refusal(service string, queuePort int) http.Handler {
-	var msg strings.Builder
-	fmt.Fprintf(&msg, "azqd serves the Azure Queue service only, on port %d of this host; this port stands in for the %s service so that tools written for Azurite start, and refuses every request. Nothing is stored here.", queuePort, service)
+	msg := fmt.Sprintf("azqd serves the Azure Queue service only, on its port %d (a container may publish it under another); this port stands in for the %s service so that tools written for Azurite start, and refuses every request. Nothing is stored here.", queuePort, service)
 	var body strings.Builder
 	body.WriteString(`<?xml version="1.0" encoding="utf-8"?><Error><Code>` + notImplemented + `</Code><Message>`)
-	xml.EscapeText(&body, []byte(msg.String()))
+	xml.EscapeText(&body, []byte(msg))
 	body.WriteString(`</Message></Error>`)
 	b := body.String()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -124,7 +124,7 @@ func TestTestcontainersAzuriteModule(t *testing.T) {
 				text := string(body)
 				for _, want := range []string{
 					`<?xml version="1.0" encoding="utf-8"?><Error><Code>NotImplemented</Code><Message>`,
-					"azqd serves the Azure Queue service only, on port " + queuePort,
+					"azqd serves the Azure Queue service only, on its port " + queuePort,
 					"stands in for the " + name + " service",
 					"Nothing is stored here.",
 				} {

@@ -7,6 +7,10 @@
 #
 #   docker run --rm -p 10001:10001 azqd azurite-queue --queueHost 0.0.0.0
 #
+# and to the Testcontainers Azurite modules' (azurite --blobHost 0.0.0.0
+# --queueHost 0.0.0.0 --tableHost 0.0.0.0): azqd then also listens on
+# 10000 and 10002, refusing every blob and table request with 501.
+#
 # cmd/azqd's TestDockerfileBuild runs this file's go build command and the
 # binary it makes, so that the build is tested where no container engine
 # is at hand.

@@ -138,32 +138,62 @@ func (q *request) fail(err error) {
 		return
 	}
 	b := getBuf()
-	b.b = append(b.b, xmlHeader...)
-	b.b = append(b.b, "<Error><Code>"...)
-	b.b = appendEscaped(b.b, string(e.Code))
-	b.b = append(b.b, "</Code><Message>"...)
-	b.b = appendEscaped(b.b, errorMessage(e))
-	b.b = append(b.b, "\nRequestId:"...)
-	b.b = append(b.b, q.reqID...)
-	b.b = append(b.b, "\nTime:"...)
-	b.b = q.now.UTC().AppendFormat(b.b, "2006-01-02T15:04:05.0000000Z")
-	b.b = append(b.b, "</Message>"...)
+	b.b = appendErrorXML(b.b, e, q.reqID, q.now)
+	q.writeXML(e.StatusCode, b.b)
+	putBuf(b)
+}
+
+// appendErrorXML appends Azure's Error document for e: its code, the
+// message Azure gives for it with the request ID and time, and its detail
+// elements.
+func appendErrorXML(b []byte, e *azq.Error, reqID string, now time.Time) []byte {
+	b = append(b, xmlHeader...)
+	b = append(b, "<Error><Code>"...)
+	b = appendEscaped(b, string(e.Code))
+	b = append(b, "</Code><Message>"...)
+	b = appendEscaped(b, errorMessage(e))
+	b = append(b, "\nRequestId:"...)
+	b = append(b, reqID...)
+	b = append(b, "\nTime:"...)
+	b = now.UTC().AppendFormat(b, "2006-01-02T15:04:05.0000000Z")
+	b = append(b, "</Message>"...)
 	for _, d := range e.Details {
 		name := d.Name
 		if !validXMLName(name) {
 			continue
 		}
-		b.b = append(b.b, '<')
-		b.b = append(b.b, name...)
-		b.b = append(b.b, '>')
-		b.b = appendEscaped(b.b, d.Value)
-		b.b = append(b.b, "</"...)
-		b.b = append(b.b, name...)
-		b.b = append(b.b, '>')
+		b = append(b, '<')
+		b = append(b, name...)
+		b = append(b, '>')
+		b = appendEscaped(b, d.Value)
+		b = append(b, "</"...)
+		b = append(b, name...)
+		b = append(b, '>')
 	}
-	b.b = append(b.b, "</Error>"...)
-	q.writeXML(e.StatusCode, b.b)
-	putBuf(b)
+	return append(b, "</Error>"...)
+}
+
+// WriteError answers r with e as the Azure Storage services answer an
+// error: the status, x-ms-error-code, x-ms-request-id, the x-ms-version
+// asked for, and (but to a HEAD request) the Error XML with e's code,
+// message and details. It is for handlers beside a Server that must answer
+// as an Azure service does, such as azqd's stand-ins for services it does
+// not serve.
+func WriteError(w http.ResponseWriter, r *http.Request, e *azq.Error) {
+	reqID := newRequestID()
+	h := w.Header()
+	h["X-Ms-Error-Code"] = []string{string(e.Code)}
+	h["X-Ms-Request-Id"] = []string{reqID}
+	if v := r.Header.Get("x-ms-version"); v != "" {
+		h["X-Ms-Version"] = []string{v}
+	}
+	body := appendErrorXML(nil, e, reqID, time.Now())
+	h["Content-Type"] = xmlContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(e.StatusCode)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
 }
 
 const xmlHeader = `<?xml version="1.0" encoding="utf-8"?>`

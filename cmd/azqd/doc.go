@@ -108,8 +108,8 @@
 //
 // # Azurite's flags
 //
-// So that command lines written for Azurite's queue service start azqd
-// unchanged, azqd accepts Azurite's queue flags (with one dash or two):
+// So that command lines written for Azurite start azqd unchanged, azqd
+// accepts these of Azurite's flags (with one dash or two):
 //
 //	--queueHost host    the host part of -addr (Azurite's listening address)
 //	--queuePort port    the port part of -addr (Azurite's listening port)
@@ -124,6 +124,27 @@
 //	                    no effect: Azurite then accepts every x-ms-version,
 //	                    as azqd does unless -strict-version is given (the
 //	                    two together are an error)
+//	--blobHost host, --blobPort port
+//	--tableHost host, --tablePort port
+//	                    listen there too (Azurite's defaults, 127.0.0.1 and
+//	                    ports 10000 and 10002, fill in the part not given)
+//	                    and answer every request with 501 NotImplemented and
+//	                    Azure's Error XML saying that azqd serves the Queue
+//	                    service only; nothing is stored. This is for tools
+//	                    that wait for all of Azurite's ports, such as the
+//	                    Testcontainers Azurite modules.
+//	--silent            no effect: Azurite then logs no requests, and azqd
+//	                    logs none unless -log-level asks (the two together
+//	                    are an error)
+//
+// Other Azurite flags (--location, --debug, --oauth, --cert,
+// --disableProductStyleUrl) are refused: azqd has no honest meaning for
+// them. Once listening, azqd prints Azurite's start-up line for each
+// service, on standard output (standard error with
+// -print-connection-string):
+//
+//	azqd: Queue service is successfully listening at http://0.0.0.0:10001
+//	azqd: Blob service is successfully listening at http://0.0.0.0:10000, and refuses every request with 501 NotImplemented: azqd serves the Queue service only (port 10001)
 //
 // The container image (the repository's Dockerfile) also answers to
 // Azurite's command names, azurite-queue and azurite; under every name the

@@ -138,11 +138,21 @@ func TestDockerfileBuild(t *testing.T) {
 	t.Run("azurite", func(t *testing.T) {
 		serveBinary(t, filepath.Join(bin, "azurite"), []string{"--queueHost", "0.0.0.0", "--queuePort", "0"})
 	})
+	// testcontainers-go's Azurite module: all three services, waiting
+	// for their start-up lines.
+	t.Run("testcontainers", func(t *testing.T) {
+		printed := serveBinary(t, filepath.Join(bin, "azurite"),
+			append(append([]string(nil), testcontainersArgs...), "--blobPort", "0", "--queuePort", "0", "--tablePort", "0"))
+		if got := services(printed); len(got) != 3 {
+			t.Fatalf("announced %v, want Blob, Queue and Table: %q", got, printed)
+		}
+	})
 }
 
 // serveBinary starts the built program, uses the emulator it serves
 // through the SDK, and stops it with SIGTERM as a container engine does.
-func serveBinary(t *testing.T, path string, args []string) {
+// It returns the lines printed up to the connection string.
+func serveBinary(t *testing.T, path string, args []string) (printed []string) {
 	p := exec.Command(path, args...)
 	stdout, err := p.StdoutPipe()
 	if err != nil {
@@ -169,6 +179,7 @@ func serveBinary(t *testing.T, path string, args []string) {
 			if !ok {
 				t.Fatalf("%s stopped before serving: %s", path, stderr.String())
 			}
+			printed = append(printed, l)
 			if c, ok := strings.CutPrefix(l, "devstoreaccount1: "); ok {
 				conn = c
 			}
@@ -187,6 +198,7 @@ func serveBinary(t *testing.T, path string, args []string) {
 	if err := p.Wait(); err != nil || !strings.Contains(rest, "azqd: stopped") {
 		t.Fatalf("after SIGTERM: %v, printed %q, stderr %q", err, rest, stderr.String())
 	}
+	return printed
 }
 
 // drain returns the rest of the lines, once the program has closed its

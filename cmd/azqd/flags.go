@@ -38,6 +38,10 @@ type config struct {
 	printConnString  bool
 	version          bool
 	dataDir          string
+
+	// refused are Azurite's blob and table services, listened for and
+	// refused (--blobHost, --tableHost …; see azurite.go).
+	refused []refusedService
 }
 
 // accountsFlag collects repeated -account name:key values, merging the
@@ -229,6 +233,13 @@ type azurite struct {
 	// skipApiVersionCheck makes Azurite accept any x-ms-version; azqd
 	// does so unless -strict-version asks otherwise, so the two conflict.
 	skipAPIVersionCheck bool
+	// blobHost, blobPort, tableHost and tablePort are where Azurite
+	// serves blobs and tables. azqd listens there to refuse every request
+	// (refusedService), so that tools waiting for all three ports start.
+	blobHost, blobPort, tableHost, tablePort string
+	// silent turns Azurite's access log off; azqd's is off unless
+	// -log-level turns it on, so the two conflict.
+	silent bool
 }
 
 func azuriteFlags(fs *flag.FlagSet) *azurite {
@@ -238,6 +249,11 @@ func azuriteFlags(fs *flag.FlagSet) *azurite {
 	fs.BoolVar(&az.inMemoryPersistence, "inMemoryPersistence", false, "Azurite alias: keep everything in memory, azqd's default (conflicts with -data)")
 	fs.BoolVar(&az.loose, "loose", false, "Azurite alias, no effect: azqd ignores headers and query parameters it does not support anyway")
 	fs.BoolVar(&az.skipAPIVersionCheck, "skipApiVersionCheck", false, "Azurite alias: accept every x-ms-version, azqd's default (conflicts with -strict-version)")
+	fs.StringVar(&az.blobHost, "blobHost", "", "Azurite alias: listen on this `host` (port 10000 unless --blobPort) and refuse every request: azqd serves queues only")
+	fs.StringVar(&az.blobPort, "blobPort", "", "Azurite alias: as --blobHost, on this `port` (host 127.0.0.1 unless --blobHost)")
+	fs.StringVar(&az.tableHost, "tableHost", "", "Azurite alias: listen on this `host` (port 10002 unless --tablePort) and refuse every request: azqd serves queues only")
+	fs.StringVar(&az.tablePort, "tablePort", "", "Azurite alias: as --tableHost, on this `port` (host 127.0.0.1 unless --tableHost)")
+	fs.BoolVar(&az.silent, "silent", false, "Azurite alias, no effect: azqd logs no requests unless -log-level asks (conflicts with it)")
 	return az
 }
 
@@ -249,6 +265,22 @@ func (az *azurite) apply(cfg *config) error {
 	if az.inMemoryPersistence && cfg.dataDir != "" {
 		return errors.New("--inMemoryPersistence and -data contradict each other")
 	}
+	if az.silent && !strings.EqualFold(cfg.logLevel, "off") {
+		return errors.New("--silent and -log-level contradict each other")
+	}
+	for _, s := range []struct{ name, host, port, defaultPort string }{
+		{"Blob", az.blobHost, az.blobPort, "10000"},
+		{"Table", az.tableHost, az.tablePort, "10002"},
+	} {
+		if s.host == "" && s.port == "" {
+			continue
+		}
+		addr, err := azuriteAddr("127.0.0.1", s.defaultPort, s.host, s.port, "--"+strings.ToLower(s.name)+"Port")
+		if err != nil {
+			return err
+		}
+		cfg.refused = append(cfg.refused, refusedService{name: s.name, addr: addr})
+	}
 	if az.queueHost == "" && az.queuePort == "" {
 		return nil
 	}
@@ -256,16 +288,22 @@ func (az *azurite) apply(cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("-addr %q: %v", cfg.addr, err)
 	}
-	if az.queueHost != "" {
-		host = strings.TrimSuffix(strings.TrimPrefix(az.queueHost, "["), "]")
+	cfg.addr, err = azuriteAddr(host, port, az.queueHost, az.queuePort, "--queuePort")
+	return err
+}
+
+// azuriteAddr is host:port with Azurite's host and port flags, where
+// given, in place of the defaults.
+func azuriteAddr(host, port, flagHost, flagPort, portFlag string) (string, error) {
+	if flagHost != "" {
+		host = strings.TrimSuffix(strings.TrimPrefix(flagHost, "["), "]")
 	}
-	if az.queuePort != "" {
-		n, err := strconv.ParseUint(az.queuePort, 10, 16)
+	if flagPort != "" {
+		n, err := strconv.ParseUint(flagPort, 10, 16)
 		if err != nil {
-			return fmt.Errorf("--queuePort %q: want a port number from 0 to 65535", az.queuePort)
+			return "", fmt.Errorf("%s %q: want a port number from 0 to 65535", portFlag, flagPort)
 		}
 		port = strconv.FormatUint(n, 10)
 	}
-	cfg.addr = net.JoinHostPort(host, port)
-	return nil
+	return net.JoinHostPort(host, port), nil
 }

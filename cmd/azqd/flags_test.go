@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,12 +58,47 @@ func TestAzuriteFlagErrors(t *testing.T) {
 		{[]string{"--skipApiVersionCheck", "-strict-version"}, "contradict"},
 		{[]string{"--inMemoryPersistence", "-data", "/tmp/azqd-data"}, "contradict"},
 		{[]string{"-addr", "nonsense", "--queueHost", "0.0.0.0"}, "-addr"},
-		{[]string{"--blobHost", "0.0.0.0"}, "not defined"}, // azqd serves queues only
+		{[]string{"--blobPort", "65536"}, "--blobPort"},
+		{[]string{"--tablePort", "x"}, "--tablePort"},
+		{[]string{"--tableHost"}, "flag needs an argument"},
+		{[]string{"--silent", "-log-level", "info"}, "contradict"},
+		{[]string{"--location", "/data"}, "not defined"}, // no honest mapping: see README
+		{[]string{"--oauth", "basic"}, "unexpected arguments"},
 	} {
 		var stderr strings.Builder
 		_, err := parseFlags(c.args, &stderr)
 		if !errors.Is(err, errUsage) || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%q: %v, stderr %q; want a usage error mentioning %q", c.args, err, stderr.String(), c.want)
 		}
+	}
+}
+
+// TestAzuriteRefusedServiceFlags: Azurite's blob and table flags name
+// addresses azqd listens on to refuse every request, with Azurite's
+// defaults (127.0.0.1, ports 10000 and 10002) for the part not given,
+// and none without them.
+func TestAzuriteRefusedServiceFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []refusedService
+	}{
+		{nil, nil},
+		{[]string{"--queueHost", "0.0.0.0", "--silent"}, nil},
+		{[]string{"--blobHost", "0.0.0.0", "--queueHost", "0.0.0.0", "--tableHost", "0.0.0.0"},
+			[]refusedService{{"Blob", "0.0.0.0:10000"}, {"Table", "0.0.0.0:10002"}}},
+		{[]string{"--blobPort", "0"}, []refusedService{{"Blob", "127.0.0.1:0"}}},
+		{[]string{"-tableHost", "[::1]", "-tablePort", "20002"}, []refusedService{{"Table", "[::1]:20002"}}},
+		{[]string{"--tableHost=::", "--blobHost=localhost", "--blobPort=20000"},
+			[]refusedService{{"Blob", "localhost:20000"}, {"Table", "[::]:10002"}}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			cfg, err := parseFlags(c.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.refused, c.want) {
+				t.Fatalf("refused %v, want %v", cfg.refused, c.want)
+			}
+		})
 	}
 }

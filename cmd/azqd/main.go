@@ -114,6 +114,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	ln := newLimitListener(tcp, cfg.maxConnections)
+	refused, err := listenRefused(cfg.refused, cfg.maxConnections)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
 		Services:       services,
@@ -147,6 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		IdleTimeout:       cfg.keepAliveTimeout,
 		ErrorLog:          errorLog(logger),
 	}
+	refused.start(hs, ln.Addr())
 	serveErr := make(chan error, 1)
 	go func() {
 		if tlsConfig != nil {
@@ -161,6 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "azqd: warning: listening on %s, beyond loopback: anyone who can reach it can use the accounts, and devstoreaccount1's key is public; use -addr 127.0.0.1:PORT unless that is what you want\n", ln.Addr())
 	}
 	fmt.Fprintf(notes, "azqd: serving the Azure Queue REST API on %s\n", base)
+	refused.announce(notes, scheme, ln.Addr()) // Azurite's start-up lines
 	if ctl != nil {
 		fmt.Fprintf(notes, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
 			base, clk.Now().UTC().Format(time.RFC3339))
@@ -191,6 +198,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
+		refused.close()
 		api.Close()
 		return fmt.Errorf("serving: %w", err)
 	}
@@ -208,6 +216,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		errs = append(errs, fmt.Errorf("serving: %w", err))
+	}
+	if err := refused.shutdown(sctx); err != nil {
+		errs = append(errs, err)
 	}
 	if err := api.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the service: %w", err))

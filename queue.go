@@ -210,15 +210,16 @@ func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]Mes
 // get dequeues up to n visible messages. q.mu must be held. In the durable
 // mode it logs the change and returns the record's number for wal.wait.
 func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint64) {
-	var msgs []Message
+	// The slots taken are gathered first, so that the returned slice is
+	// made for the messages there are, not for the n asked for: a Get(32)
+	// that finds one message allocates one Message, not 32.
+	var buf [azureMaxMessagesPerGet]uint32
+	slots := buf[:0]
 	hidden := addNanos(now, visibility)
-	for len(msgs) < n {
+	for len(slots) < n {
 		slot, at, src, ok := q.vis.front()
 		if !ok || at > now {
 			break
-		}
-		if msgs == nil {
-			msgs = make([]Message, 0, min(n, q.count))
 		}
 		q.vis.popFront(src)
 		nd := q.store.at(slot)
@@ -228,12 +229,16 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint
 		nd.tag = newTag(q.rng)
 		// hidden > now, so the message is not met again in this loop.
 		q.vis.add(slot, nd, false)
-		m := nd.message()
-		m.PopReceipt = newReceipt(slot, nd.version, nd.tag)
-		msgs = append(msgs, m)
+		slots = append(slots, slot)
 	}
-	if msgs == nil {
+	if len(slots) == 0 {
 		return []Message{}, 0
+	}
+	msgs := make([]Message, len(slots))
+	for i, slot := range slots {
+		nd := q.store.at(slot)
+		msgs[i] = nd.message()
+		msgs[i].PopReceipt = newReceipt(slot, nd.version, nd.tag)
 	}
 	var lsn uint64
 	if q.wal != nil {

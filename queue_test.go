@@ -1050,3 +1050,24 @@ func TestCompactionKeepsCountsExact(t *testing.T) {
 		t.Fatalf("indexes hold %d ring and %d expiry entries for %d messages", q.vis.entries(), len(q.expiry.items), q.count)
 	}
 }
+
+// TestGetSliceFitsWhatItFound: a Get's slice is made for the messages it
+// returns, not for the n asked for nor for the invisible messages queued,
+// so a Get(32) that finds one message costs one Message.
+func TestGetSliceFitsWhatItFound(t *testing.T) {
+	q, _ := newMockQueue(t)
+	for i := 0; i < 100; i++ {
+		mustPut(t, q, "m", nil)
+	}
+	for taken := 0; taken < 99; {
+		ms, err := q.Get(ctx, min(32, 99-taken), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken += len(ms)
+	}
+	ms, err := q.Get(ctx, 32, time.Minute)
+	if err != nil || len(ms) != 1 || cap(ms) != 1 {
+		t.Fatalf("Get(32) with one visible message among 100: len %d cap %d, %v; want 1 and 1", len(ms), cap(ms), err)
+	}
+}

@@ -48,11 +48,7 @@ func (q *Queue) SetMetadata(ctx context.Context, md map[string]string) error {
 	if q.wal != nil {
 		lsn = q.logMetadata(md)
 	}
-	q.mu.Unlock()
-	if lsn != 0 {
-		return q.wal.wait(lsn)
-	}
-	return nil
+	return q.unlockSynced(lsn)
 }
 
 // AccessPolicies returns a copy of the queue's stored access policies (its
@@ -83,11 +79,7 @@ func (q *Queue) SetAccessPolicies(ctx context.Context, ps []AccessPolicy) error 
 	if q.wal != nil {
 		lsn = q.logPolicies(ps)
 	}
-	q.mu.Unlock()
-	if lsn != 0 {
-		return q.wal.wait(lsn)
-	}
-	return nil
+	return q.unlockSynced(lsn)
 }
 
 // AccessPolicy returns the stored access policy with the given ID.

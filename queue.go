@@ -174,11 +174,8 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	if q.wal != nil {
 		lsn = q.logPut(slot, n)
 	}
-	q.mu.Unlock()
-	if lsn != 0 {
-		if err := q.wal.wait(lsn); err != nil {
-			return Message{}, err
-		}
+	if err := q.unlockSynced(lsn); err != nil {
+		return Message{}, err
 	}
 	return m, nil
 }
@@ -198,11 +195,8 @@ func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]Mes
 		return nil, err
 	}
 	msgs, lsn := q.get(now, n, visibility)
-	q.mu.Unlock()
-	if lsn != 0 {
-		if err := q.wal.wait(lsn); err != nil {
-			return nil, err
-		}
+	if err := q.unlockSynced(lsn); err != nil {
+		return nil, err
 	}
 	return msgs, nil
 }
@@ -257,14 +251,17 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]Message, error) {
 	if err := q.lock(ctx, now); err != nil {
 		return nil, err
 	}
-	msgs := []Message{}
+	// As in get, the slice is made for the messages found.
+	var buf [azureMaxMessagesPerGet]uint32
+	slots := buf[:0]
 	q.vis.scan(now, func(slot uint32) bool {
-		if len(msgs) == 0 {
-			msgs = make([]Message, 0, min(n, q.count))
-		}
-		msgs = append(msgs, q.store.at(slot).message())
-		return len(msgs) < n
+		slots = append(slots, slot)
+		return len(slots) < n
 	})
+	msgs := make([]Message, len(slots))
+	for i, slot := range slots {
+		msgs[i] = q.store.at(slot).message()
+	}
 	q.mu.Unlock()
 	return msgs, nil
 }
@@ -314,11 +311,7 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 	if q.wal != nil {
 		lsn = q.logDelete(slot)
 	}
-	q.mu.Unlock()
-	if lsn != 0 {
-		return q.wal.wait(lsn)
-	}
-	return nil
+	return q.unlockSynced(lsn)
 }
 
 // Update changes the visibility of the message id, making it visible again
@@ -358,11 +351,8 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	if q.wal != nil {
 		lsn = q.logUpdate(slot, n, content)
 	}
-	q.mu.Unlock()
-	if lsn != 0 {
-		if err := q.wal.wait(lsn); err != nil {
-			return UpdateResult{}, err
-		}
+	if err := q.unlockSynced(lsn); err != nil {
+		return UpdateResult{}, err
 	}
 	return res, nil
 }
@@ -378,11 +368,19 @@ func (q *Queue) Clear(ctx context.Context) error {
 	if q.wal != nil {
 		lsn = q.logOp(recClear)
 	}
+	return q.unlockSynced(lsn)
+}
+
+// unlockSynced releases q.mu and then, in the durable mode, waits until
+// the log record lsn of the change just made is on disk (0: nothing was
+// logged), so that the operation is acknowledged only once it would survive
+// a crash. The wait is outside the lock, so concurrent callers share a sync.
+func (q *Queue) unlockSynced(lsn uint64) error {
 	q.mu.Unlock()
-	if lsn != 0 {
-		return q.wal.wait(lsn)
+	if lsn == 0 {
+		return nil
 	}
-	return nil
+	return q.wal.wait(lsn)
 }
 
 // keepExpiryEntries is the most entries an emptied queue's expiry heap
@@ -439,11 +437,7 @@ func (q *Queue) Close() error {
 		}
 		q.shut()
 	}
-	q.mu.Unlock()
-	if lsn != 0 {
-		return q.wal.wait(lsn)
-	}
-	return nil
+	return q.unlockSynced(lsn)
 }
 
 // shut closes the queue in memory. q.mu must be held.

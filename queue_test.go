@@ -1051,9 +1051,9 @@ func TestCompactionKeepsCountsExact(t *testing.T) {
 	}
 }
 
-// TestGetSliceFitsWhatItFound: a Get's slice is made for the messages it
-// returns, not for the n asked for nor for the invisible messages queued,
-// so a Get(32) that finds one message costs one Message.
+// TestGetSliceFitsWhatItFound: the slice a Get or Peek returns is made for
+// the messages it found, not for the n asked for nor for the invisible
+// messages queued, so a Get(32) that finds one message costs one Message.
 func TestGetSliceFitsWhatItFound(t *testing.T) {
 	q, _ := newMockQueue(t)
 	for i := 0; i < 100; i++ {
@@ -1066,7 +1066,11 @@ func TestGetSliceFitsWhatItFound(t *testing.T) {
 		}
 		taken += len(ms)
 	}
-	ms, err := q.Get(ctx, 32, time.Minute)
+	ms, err := q.Peek(ctx, 32)
+	if err != nil || len(ms) != 1 || cap(ms) != 1 {
+		t.Fatalf("Peek(32) with one visible message among 100: len %d cap %d, %v; want 1 and 1", len(ms), cap(ms), err)
+	}
+	ms, err = q.Get(ctx, 32, time.Minute)
 	if err != nil || len(ms) != 1 || cap(ms) != 1 {
 		t.Fatalf("Get(32) with one visible message among 100: len %d cap %d, %v; want 1 and 1", len(ms), cap(ms), err)
 	}

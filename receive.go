@@ -28,11 +28,8 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		}
 		q.purgeExpired(now)
 		if msgs, lsn := q.get(now, n, visibility); len(msgs) > 0 {
-			q.mu.Unlock()
-			if lsn != 0 {
-				if err := q.wal.wait(lsn); err != nil {
-					return nil, err
-				}
+			if err := q.unlockSynced(lsn); err != nil {
+				return nil, err
 			}
 			return msgs, nil
 		}

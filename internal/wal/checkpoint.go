@@ -1,0 +1,242 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/azqlib/azq/internal/vfs"
+)
+
+// checkpointFrameBytes is the payload at which an Encoder closes a records
+// frame.
+const checkpointFrameBytes = 256 << 10
+
+// Encoder writes a checkpoint, in the format of a checkpoint file, to an
+// io.Writer: a header, the records in frames, and a seal that counts
+// them, so that a reader tells a whole checkpoint from a cut one.
+type Encoder struct {
+	w       io.Writer
+	buf     []byte
+	start   int // where the open records frame starts in buf; -1 if none
+	records uint64
+	err     error
+}
+
+// NewEncoder starts a checkpoint of generation gen holding the state as
+// of record base (both 0 for a checkpoint that belongs to no log).
+func NewEncoder(w io.Writer, gen uint64, base LSN) *Encoder {
+	return &Encoder{w: w, start: -1, buf: appendFrame(nil, kindHeader, headerPayload(checkpointMagic, gen, base))}
+}
+
+// Append adds the record rec (at most MaxRecord bytes).
+func (e *Encoder) Append(rec []byte) error {
+	if e.err != nil {
+		return e.err
+	}
+	if len(rec) > MaxRecord {
+		return fmt.Errorf("wal: a record of %d bytes is larger than MaxRecord", len(rec))
+	}
+	if e.start >= 0 && len(e.buf)-e.start+len(rec)+binary.MaxVarintLen32 > checkpointFrameBytes {
+		e.closeFrame()
+		e.flush()
+	}
+	if e.start < 0 {
+		e.buf, e.start = beginFrame(e.buf)
+	}
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(rec)))
+	e.buf = append(e.buf, rec...)
+	e.records++
+	return e.err
+}
+
+func (e *Encoder) closeFrame() {
+	if e.start >= 0 {
+		endFrame(e.buf, e.start, kindRecords)
+		e.start = -1
+	}
+}
+
+func (e *Encoder) flush() {
+	if e.err == nil && len(e.buf) > 0 {
+		_, e.err = e.w.Write(e.buf)
+	}
+	e.buf = e.buf[:0]
+}
+
+// Close writes what is buffered and the seal.
+func (e *Encoder) Close() error {
+	e.closeFrame()
+	e.buf = appendFrame(e.buf, kindSeal, sealPayload(e.records))
+	e.flush()
+	return e.err
+}
+
+// ReadCheckpoint reads the checkpoint data, the contents of the file
+// name, calling fn with each record in order. It returns the checkpoint's
+// generation and base LSN. Any damage, a cut end included, is a
+// *CorruptError: a checkpoint is synced whole before it is used, so it
+// has no torn tail.
+func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen uint64, base LSN, err error) {
+	off := 0
+	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: int64(off), Reason: reason} }
+	var records uint64
+	for state := 0; ; { // 0: want the header, 1: records, 2: sealed
+		if off == len(data) {
+			if state != 2 {
+				return 0, 0, corrupt("the checkpoint ends early")
+			}
+			return gen, base, nil
+		}
+		kind, p, bad := frameAt(data, off)
+		switch {
+		case bad != "":
+			return 0, 0, corrupt(bad)
+		case state == 0 && kind != kindHeader:
+			return 0, 0, corrupt("no checkpoint header")
+		case state == 0:
+			if gen, base, err = parseHeader(p, checkpointMagic); err != nil {
+				return 0, 0, corrupt(err.Error())
+			}
+			state = 1
+		case state == 2:
+			return 0, 0, corrupt("data after the seal")
+		case kind == kindRecords:
+			err := forRecords(p, func(rec []byte) error {
+				records++
+				return fn(rec)
+			})
+			if err != nil {
+				return 0, 0, corrupt(err.Error())
+			}
+		case kind == kindSeal:
+			n, err := parseSeal(p)
+			if err != nil {
+				return 0, 0, corrupt(err.Error())
+			}
+			if n != records {
+				return 0, 0, corrupt(fmt.Sprintf("the seal counts %d records, the checkpoint holds %d", n, records))
+			}
+			state = 2
+		default:
+			return 0, 0, corrupt(fmt.Sprintf("a frame of kind %d out of place", kind))
+		}
+		off += frameHeaderSize + len(p)
+	}
+}
+
+// CheckpointWriter writes checkpoint gen of a log: to a temporary file,
+// renamed into place by Commit once it and the log are durable.
+type CheckpointWriter struct {
+	l     *Log
+	gen   uint64
+	tmp   string
+	final string
+	f     vfs.File
+	off   int64
+	enc   *Encoder
+}
+
+// CreateCheckpoint starts checkpoint gen, holding the state as of record
+// base: Rotate's results.
+func (l *Log) CreateCheckpoint(gen uint64, base LSN) (*CheckpointWriter, error) {
+	final := CheckpointName(l.dir, gen)
+	c := &CheckpointWriter{l: l, gen: gen, tmp: final + tmpSuffix, final: final}
+	f, err := l.fs.Create(c.tmp)
+	if err != nil {
+		return nil, err
+	}
+	c.f = f
+	c.enc = NewEncoder(c, gen, base)
+	return c, nil
+}
+
+// Write is the Encoder's way to the file.
+func (c *CheckpointWriter) Write(p []byte) (int, error) {
+	n, err := c.f.WriteAt(p, c.off)
+	c.off += int64(n)
+	return n, err
+}
+
+// Append adds a record.
+func (c *CheckpointWriter) Append(rec []byte) error { return c.enc.Append(rec) }
+
+// Commit makes the checkpoint the log's newest: it writes and syncs the
+// file, waits until everything the log holds so far is durable (the
+// switch to segment gen among it), renames the file into place and syncs
+// the directory. Then it removes the segments and checkpoints that
+// checkpoint gen replaces. On failure the file is removed and the log
+// goes on as before: its older files still hold everything.
+func (c *CheckpointWriter) Commit() error {
+	err := c.enc.Close()
+	if err == nil {
+		err = c.f.Sync()
+	}
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	c.f = nil
+	if err == nil {
+		err = c.l.Sync()
+	}
+	if err == nil {
+		err = c.l.fs.Rename(c.tmp, c.final)
+	}
+	if err == nil {
+		err = c.l.fs.SyncDir(c.l.dir)
+	}
+	if err != nil {
+		c.l.fs.Remove(c.tmp)
+		return err
+	}
+	l := c.l
+	l.mu.Lock()
+	l.ckptGen = c.gen
+	for len(l.segs) > 0 && l.segs[0].gen < c.gen {
+		l.segs = l.segs[1:]
+	}
+	l.mu.Unlock()
+	return l.removeBefore(c.gen)
+}
+
+// Abort abandons the checkpoint and removes its file.
+func (c *CheckpointWriter) Abort() {
+	if c.f != nil {
+		c.f.Close()
+		c.f = nil
+	}
+	c.l.fs.Remove(c.tmp)
+}
+
+// removeBefore removes the segments and checkpoints older than gen, which
+// checkpoint gen makes unnecessary. The removals need no directory sync:
+// a file that comes back after a crash is older than the newest
+// checkpoint, which recovery starts from, and is removed again.
+func (l *Log) removeBefore(gen uint64) error {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		g, ok := parseGen(n, segmentPrefix)
+		if !ok {
+			g, ok = parseGen(n, checkpointPrefix)
+		}
+		if ok && g < gen {
+			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isTemporary reports whether name is a checkpoint that a crash
+// interrupted.
+func isTemporary(name string) bool {
+	return strings.HasPrefix(name, checkpointPrefix) && strings.HasSuffix(name, tmpSuffix)
+}

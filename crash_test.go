@@ -48,9 +48,9 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("the child of TestCrashRecovery; runs only under it")
 	}
 	seed, _ := strconv.ParseUint(os.Getenv(crashSeedEnv), 10, 64)
-	opts := []Option{WithCheckpointBytes(32 << 10)}
+	opts := []DurableOption{WithCheckpointBytes(32 << 10)}
 	if seed%2 == 1 {
-		opts = append(opts, WithSync(SyncInterval(20*time.Millisecond)))
+		opts = append(opts, WithSyncInterval(20*time.Millisecond))
 	}
 	s, err := Open(dir, opts...)
 	if err != nil {

@@ -9,9 +9,16 @@
 // does. A Service made by NewService lives in memory; one made by Open keeps
 // its queues in a directory, logging every change before acknowledging it,
 // so that they survive a crash of the process or the machine (see Open,
-// WithSync and Service.Snapshot). Every operation takes a context first and returns errors of type
-// *Error, which carry Azure's error code and HTTP status and match the Err…
-// values of this package with errors.Is.
+// Service.DurableState and Service.Backup).
+//
+// Every operation of a Queue or a Service takes a context first. When it
+// fails, the error is an *Error, which carries Azure's error code and
+// HTTP status and matches the Err… values of this package with
+// errors.Is, except that a context that is done gives the context's own
+// error (context.Canceled or context.DeadlineExceeded). The functions that
+// read and write files (Open, Service.Checkpoint, Service.Backup, Restore,
+// RestoreDir) report file system errors as they are, and damage as a
+// *CorruptError.
 //
 // MessageQueue is the contract a Queue keeps; package azure keeps it on
 // Azure Queue Storage itself, so that code written against it runs on

@@ -1,20 +1,16 @@
 package azq
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http"
-	"path/filepath"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/tidwall/btree"
+	"github.com/azqlib/azq/internal/vfs"
+	"github.com/azqlib/azq/internal/wal"
 )
 
 // CodeInternalError is Azure's code for a failure of the service itself,
@@ -27,441 +23,343 @@ const CodeInternalError ErrorCode = "InternalError"
 // this error too, because after a failed sync the file's state is unknown
 // and a retry that succeeds would prove nothing. Close the Service and
 // Open the directory again to recover what is on disk. InternalError, 500.
+// The Error unwraps to the failure of the file system.
 var ErrStorageFailure = &Error{Code: CodeInternalError, StatusCode: http.StatusInternalServerError,
 	Message: "durable storage failed"}
-
-// SyncPolicy says when a durable Service makes a change durable before
-// acknowledging it. See SyncEveryOp and SyncInterval.
-type SyncPolicy struct {
-	interval time.Duration
-}
-
-// SyncEveryOp, the default, acknowledges a change only once it is synced
-// to disk (fsync): a power cut loses nothing acknowledged. Concurrent
-// callers share one sync (group commit), so the cost per operation falls
-// as concurrency rises.
-var SyncEveryOp = SyncPolicy{}
-
-// SyncInterval acknowledges a change once it is written to the operating
-// system, and syncs to disk at most d later. A crash of the process loses
-// nothing acknowledged; a crash of the machine (power cut, kernel panic)
-// loses at most the changes of the last d. A d of zero or less is
-// SyncEveryOp.
-func SyncInterval(d time.Duration) SyncPolicy {
-	if d < 0 {
-		d = 0
-	}
-	return SyncPolicy{interval: d}
-}
-
-// WithSync sets the sync policy of a durable Service (Open); other
-// Services ignore it.
-func WithSync(p SyncPolicy) Option {
-	return func(c *config) { c.sync = p }
-}
 
 // DefaultCheckpointBytes is the log size after which a durable Service
 // writes a checkpoint.
 const DefaultCheckpointBytes = 64 << 20
 
+// durableConfig is the configuration of a durable Service: that of every
+// Service, and the durable mode's own.
+type durableConfig struct {
+	config
+	syncInterval time.Duration // 0: sync every operation
+	ckptBytes    int64
+	logger       *slog.Logger
+	fs           vfs.FS        // nil: the operating system's
+	ckptBackoff  time.Duration // the first wait before retrying a failed checkpoint
+}
+
+type durableOption func(*durableConfig)
+
+func (o durableOption) applyDurable(c *durableConfig) { o(c) }
+
+// WithSyncInterval makes a durable Service acknowledge a change once it is
+// written to the operating system, and sync it to disk at most d later. A
+// crash of the process loses nothing acknowledged; a crash of the machine
+// (power cut, kernel panic) loses at most the changes of the last d. By
+// default, and for d of zero or less, a change is acknowledged only once
+// it is synced to disk (fdatasync), and concurrent callers share one sync
+// (group commit), so the cost per operation falls as concurrency rises.
+func WithSyncInterval(d time.Duration) DurableOption {
+	return durableOption(func(c *durableConfig) { c.syncInterval = max(d, 0) })
+}
+
 // WithCheckpointBytes sets the log size after which a durable Service
-// (Open) writes a checkpoint, a snapshot of its state that lets it start
-// the log anew, so that recovery replays at most about that much log. Zero
+// writes a checkpoint, a copy of its state that lets recovery skip the log
+// before it, so that recovery replays about that much log at most. Zero
 // or less means DefaultCheckpointBytes.
-func WithCheckpointBytes(n int64) Option {
-	return func(c *config) { c.ckptBytes = n }
+func WithCheckpointBytes(n int64) DurableOption {
+	return durableOption(func(c *durableConfig) { c.ckptBytes = n })
 }
 
-// withFS makes a durable Service use fs instead of the real file system;
-// tests inject faults with it.
-func withFS(fs fsys) Option {
-	return func(c *config) { c.fs = fs }
+// WithLogger makes a durable Service log to l: what recovery found (info;
+// a torn log tail moved aside, warn), each checkpoint (debug), a failed
+// checkpoint (error) and a storage failure (error). By default it logs
+// nothing; DurableState reports the same.
+func WithLogger(l *slog.Logger) DurableOption {
+	return durableOption(func(c *durableConfig) { c.logger = l })
 }
 
-// durable is the on-disk side of a Service opened with Open.
-//
-// The directory holds a lock file, log segments wal-N and snapshots
-// snap-N (N a 16-digit hex generation). snap-N holds the state made by
-// every record of the segments before wal-N, so recovery loads the newest
-// snapshot and replays wal-N, wal-N+1, ... in order; with no snapshot it
-// replays from wal-1. A checkpoint starts segment N+1, writes snap-N+1
-// beside it the safe way (temporary file, fsync, rename, fsync of the
-// directory), and only then removes the older files.
-type durable struct {
-	dir  string
-	fs   fsys
-	lock io.Closer
-	w    *wal
-
-	ckptMu sync.Mutex // serializes checkpoints; guards gen
-	gen    uint64     // generation of the current segment
+// withFS makes a durable Service use fs instead of the operating system's
+// file system; tests inject faults and crashes with it.
+func withFS(fs vfs.FS) DurableOption {
+	return durableOption(func(c *durableConfig) { c.fs = fs })
 }
 
-func segName(dir string, gen uint64) string {
-	return filepath.Join(dir, fmt.Sprintf("wal-%016x", gen))
+// withCheckpointBackoff sets the first wait before a failed checkpoint is
+// tried again; tests shorten it.
+func withCheckpointBackoff(d time.Duration) DurableOption {
+	return durableOption(func(c *durableConfig) { c.ckptBackoff = d })
 }
 
-func snapName(dir string, gen uint64) string {
-	return filepath.Join(dir, fmt.Sprintf("snap-%016x", gen))
-}
-
-// parseGen reads the generation of a file named prefix-N.
-func parseGen(name, prefix string) (uint64, bool) {
-	rest, ok := strings.CutPrefix(name, prefix+"-")
-	if !ok || len(rest) != 16 {
-		return 0, false
-	}
-	g, err := strconv.ParseUint(rest, 16, 64)
-	return g, err == nil
-}
+const (
+	defaultCheckpointBackoff = time.Second
+	maxCheckpointBackoff     = time.Minute
+)
 
 // RecoveryStats describe what Open found in its directory.
 type RecoveryStats struct {
-	Queues   int           // queues recovered
-	Messages int           // messages recovered, not counting those expired by now
-	Records  int           // log records replayed after the snapshot
-	Duration time.Duration // how long recovery took
+	Queues     int           // queues recovered
+	Messages   int           // messages recovered, not counting those expired by now
+	Checkpoint string        // the checkpoint file loaded; "" if none
+	Records    int           // log records replayed after it
+	LogBytes   int64         // bytes of log records replayed
+	Duration   time.Duration // how long recovery took
+	// A torn log tail, the end of a write that a crash cut short and that
+	// was never acknowledged: the file its bytes were moved to, and how
+	// many there were. "" and 0 if there was none.
+	TornFile  string
+	TornBytes int64
+}
+
+// DurableState describes the on-disk side of a durable Service.
+type DurableState struct {
+	Dir      string        // the directory
+	Recovery RecoveryStats // what Open found
+	// LogBytes is the log written since the last checkpoint: what
+	// recovery would replay now.
+	LogBytes int64
+	// Checkpoints counts the checkpoints written since Open.
+	Checkpoints int
+	// LastCheckpoint is when the last one was done, and
+	// LastCheckpointDuration how long it took; zero if none was.
+	LastCheckpoint         time.Time
+	LastCheckpointDuration time.Duration
+	// CheckpointErr is the error of the last attempt at a checkpoint, nil
+	// if it succeeded; FailedCheckpoints counts the failed attempts since
+	// the last success. A failed checkpoint loses nothing (the log still
+	// holds everything) and is tried again after a back-off that grows
+	// from a second to a minute; meanwhile the log grows.
+	CheckpointErr     error
+	FailedCheckpoints int
+	// Failure is the storage failure (ErrStorageFailure) that stopped the
+	// Service, or nil.
+	Failure error
+}
+
+// durable is the on-disk side of a Service opened with Open.
+type durable struct {
+	svc      *Service
+	dir      string
+	log      *wal.Log
+	cfg      durableConfig
+	recovery RecoveryStats
+
+	// The checkpointer: a goroutine of the Service's that writes
+	// checkpoints when the log asks (wal.Log.Due), when Checkpoint asks
+	// (requests), and to retry a failed one, until stop is closed; done is
+	// closed when it has ended.
+	stop      chan struct{}
+	done      chan struct{}
+	requests  chan chan error
+	closeOnce sync.Once
+
+	failOnce sync.Once
+	failErr  *Error // the ErrStorageFailure the log's failure maps to
+
+	mu       sync.Mutex // guards the fields below
+	state    DurableState
+	ckptBase uint64 // the last log record the newest checkpoint holds
 }
 
 // Open returns a durable Service whose queues, metadata, access policies
 // and messages live in the directory dir (created if need be) and survive
 // the process. Every change an operation acknowledges (returns without
-// error) is in a log on disk first, as the sync policy (WithSync) defines
-// it; on Open the last snapshot and the log after it are replayed, so the
-// Service comes back with the same message IDs, times, dequeue counts and
-// current pop receipts, and a consumer holding a receipt across a restart
-// can still Update or Delete. Expired messages stay expired: expiry is
-// judged by the clock, as in memory.
+// error) is in a log on disk first, synced unless WithSyncInterval says
+// otherwise; on Open the last checkpoint and the log after it are
+// replayed, so the Service comes back with the same message IDs, times,
+// dequeue counts and current pop receipts, and a consumer holding a
+// receipt across a restart can still Update or Delete. Expired messages
+// stay expired: expiry is judged by the clock, as in memory. DurableState
+// reports what recovery found.
+//
+// A goroutine of the Service writes a checkpoint in the background each
+// time the log passes WithCheckpointBytes; Close stops it, writes a last
+// checkpoint, syncs the log and releases the directory.
 //
 // Only one Service may have dir open: a second Open, from this process or
-// another, fails while the first is open. Close writes a checkpoint and
-// releases the directory. A log or snapshot that is damaged anywhere but
-// at the very end (where a crash can cut a record short, which was then
-// never acknowledged) gives a *CorruptError naming the file and offset,
-// never a partial queue.
+// another, fails while the first is open. A log or checkpoint damaged
+// anywhere but at the very end of the log (where a crash can cut a write
+// short, which was then never acknowledged) gives a *CorruptError naming
+// the file and offset, never a partial queue; so does a missing file.
 //
 // A durable Service behaves exactly like one from NewService, except that
 // its operations can also fail with ErrStorageFailure.
-func Open(dir string, opts ...Option) (*Service, error) {
-	s, _, err := OpenStats(dir, opts...)
-	return s, err
-}
-
-// OpenStats is Open that also reports what recovery found and how long it
-// took.
-func OpenStats(dir string, opts ...Option) (*Service, RecoveryStats, error) {
+func Open(dir string, opts ...DurableOption) (*Service, error) {
 	start := time.Now()
-	cfg := newConfig(opts)
-	if cfg.limits.MaxMessageSize > maxFrame-1024 {
-		return nil, RecoveryStats{}, fmt.Errorf("azq: a durable Service stores messages up to %d bytes; Limits.MaxMessageSize is %d", maxFrame-1024, cfg.limits.MaxMessageSize)
+	cfg := durableConfig{config: defaultConfig(), ckptBytes: DefaultCheckpointBytes, ckptBackoff: defaultCheckpointBackoff}
+	for _, o := range opts {
+		o.applyDurable(&cfg)
 	}
-	fs := cfg.fs
-	if fs == nil {
-		fs = osFS{}
+	cfg.config = cfg.config.withDefaults()
+	if cfg.ckptBytes <= 0 {
+		cfg.ckptBytes = DefaultCheckpointBytes
 	}
-	if err := fs.MkdirAll(dir); err != nil {
-		return nil, RecoveryStats{}, fmt.Errorf("azq: %w", err)
+	if max := wal.MaxRecord - 1024; cfg.limits.MaxMessageSize > max {
+		return nil, fmt.Errorf("azq: a durable Service stores messages up to %d bytes; Limits.MaxMessageSize is %d", max, cfg.limits.MaxMessageSize)
 	}
-	lock, err := fs.Lock(filepath.Join(dir, "LOCK"))
+	d := &durable{dir: dir, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), requests: make(chan chan error)}
+	r := newReplayer(cfg.config)
+	log, rec, err := wal.Open(dir, wal.Options{
+		FS:              cfg.fs,
+		SyncInterval:    cfg.syncInterval,
+		CheckpointBytes: cfg.ckptBytes,
+		OnFailure:       d.onFailure,
+	}, wal.Replay{Checkpoint: r.checkpointRecord, Record: r.logRecord})
 	if err != nil {
-		return nil, RecoveryStats{}, fmt.Errorf("azq: %w", err)
+		return nil, openError(dir, err)
 	}
-	s, stats, err := recoverService(dir, fs, cfg, lock)
+	s, stats, err := r.service()
 	if err != nil {
-		lock.Close()
-		return nil, RecoveryStats{}, err
+		log.Abandon()
+		return nil, &CorruptError{File: dir, Offset: -1, Reason: err.Error()}
 	}
+	stats.Checkpoint, stats.LogBytes, stats.TornFile, stats.TornBytes = rec.Checkpoint, rec.Bytes, rec.TornFile, rec.TornBytes
 	stats.Duration = time.Since(start)
-	return s, stats, nil
+	d.svc, d.log, d.recovery, d.ckptBase = s, log, stats, rec.Base
+	d.state = DurableState{Dir: dir, Recovery: stats}
+	s.dur = d
+	s.queues.Scan(func(_ string, q *Queue) bool {
+		q.wal = &queueLog{d: d}
+		return true
+	})
+	if l := cfg.logger; l != nil {
+		l.Info("azq: recovered", "dir", dir, "queues", stats.Queues, "messages", stats.Messages,
+			"checkpoint", stats.Checkpoint, "records", stats.Records, "duration", stats.Duration)
+		if stats.TornFile != "" {
+			l.Warn("azq: moved a torn log tail aside", "dir", dir, "file", stats.TornFile, "bytes", stats.TornBytes)
+		}
+	}
+	go d.checkpointer()
+	return s, nil
 }
 
-// replayer rebuilds a Service from snapshot and log records.
-type replayer struct {
-	s       *Service
-	byQID   map[uint64]*Queue
-	nextQID uint64
-	records int
+// openError maps an error of the log's Open to azq's.
+func openError(dir string, err error) error {
+	var ce *wal.CorruptError
+	if errors.As(err, &ce) {
+		return &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
+	}
+	if errors.Is(err, vfs.ErrLocked) {
+		return fmt.Errorf("azq: cannot open %s: %w", dir, err)
+	}
+	return fmt.Errorf("azq: opening %s: %w", dir, err)
 }
 
-func recoverService(dir string, fs fsys, cfg config, lock io.Closer) (*Service, RecoveryStats, error) {
-	names, err := fs.List(dir)
-	if err != nil {
-		return nil, RecoveryStats{}, fmt.Errorf("azq: %w", err)
-	}
-	var segs, snaps []uint64
-	for _, n := range names {
-		if g, ok := parseGen(n, "wal"); ok {
-			segs = append(segs, g)
-		} else if g, ok := parseGen(n, "snap"); ok {
-			snaps = append(snaps, g)
-		} else if strings.HasSuffix(n, ".tmp") {
-			// A snapshot whose writing a crash interrupted.
-			fs.Remove(filepath.Join(dir, n))
-		}
-	}
-	slices.Sort(segs)
-	slices.Sort(snaps)
-
-	r := &replayer{s: &Service{cfg: cfg, queues: new(btree.Map[string, *Queue])}, byQID: map[uint64]*Queue{}, nextQID: 1}
-	first := uint64(1)
-	if len(snaps) > 0 {
-		first = snaps[len(snaps)-1]
-		name := snapName(dir, first)
-		data, err := fs.ReadFile(name)
-		if err != nil {
-			return nil, RecoveryStats{}, fmt.Errorf("azq: %w", err)
-		}
-		if err := r.loadSnapshot(name, data); err != nil {
-			return nil, RecoveryStats{}, err
-		}
-	}
-	// The segments from first on, with no gap.
-	i := sort.Search(len(segs), func(i int) bool { return segs[i] >= first })
-	segs = segs[i:]
-	for j, g := range segs {
-		if g != first+uint64(j) {
-			return nil, RecoveryStats{}, fmt.Errorf("azq: %s is missing: the log has a gap", segName(dir, first+uint64(j)))
-		}
-	}
-	gen := first
-	if len(segs) > 0 {
-		gen = segs[len(segs)-1]
-	}
-	var tailEnd int64 = -1
-	for j, g := range segs {
-		name := segName(dir, g)
-		data, err := fs.ReadFile(name)
-		if err != nil {
-			return nil, RecoveryStats{}, fmt.Errorf("azq: %w", err)
-		}
-		last := j == len(segs)-1
-		end, err := scanFrames(name, data, last, func(_ int64, p []byte) error { return r.apply(p) })
-		if err != nil {
-			return nil, RecoveryStats{}, err
-		}
-		if last && end < int64(len(data)) {
-			tailEnd = end
-		}
-	}
-	s := r.s
-	stats := RecoveryStats{Records: r.records}
-	for _, q := range r.byQID {
-		if _, dup := s.queues.Get(q.name); dup {
-			return nil, RecoveryStats{}, fmt.Errorf("azq: %s: the log leaves two queues named %q", dir, q.name)
-		}
-		q.store.rebuildFree()
-		// Messages that expired while the log was written, or since,
-		// go now, as the next operation would purge them.
-		q.purgeExpired(q.now())
-		s.queues.Set(q.name, q)
-		stats.Queues++
-		stats.Messages += q.count
-	}
-	s.nextQID = r.nextQID
-
-	// Append to the last segment, cutting off a torn tail first: a record
-	// appended after it would otherwise sit behind damage.
-	name := segName(dir, gen)
-	f, err := fs.OpenRW(name)
-	if err == nil && tailEnd >= 0 {
-		err = f.Truncate(tailEnd)
-		if err == nil {
-			err = f.Sync()
-		}
-	}
-	if err == nil && len(segs) == 0 {
-		err = fs.SyncDir(dir)
-	}
-	if err != nil {
-		if f != nil {
-			f.Close()
-		}
-		return nil, RecoveryStats{}, fmt.Errorf("azq: %w", err)
-	}
-	ckpt := cfg.ckptBytes
-	if ckpt <= 0 {
-		ckpt = DefaultCheckpointBytes
-	}
-	w := &wal{f: f, name: name, interval: cfg.sync.interval, ckptBytes: ckpt}
-	if tailEnd >= 0 {
-		w.size = tailEnd
-	} else if data, err := fs.ReadFile(name); err == nil {
-		w.size = int64(len(data))
-	}
-	w.alloc = w.size
-	w.cond.L = &w.mu
-	w.onFail = s.fail
-	w.checkpoint = func() { s.checkpoint() }
-	s.dur = &durable{dir: dir, fs: fs, lock: lock, w: w, gen: gen}
-	for _, q := range r.byQID {
-		q.wal = w
-	}
-	return s, stats, nil
+// CorruptError reports damage in a durable Service's directory that is
+// not a torn tail: a record that fails its checksum or does not decode,
+// with valid data after it, a file that ends early, a file that is missing
+// (Offset -1, and Reason starts "missing"), or records that contradict
+// each other (Offset -1, and File is the directory). azq refuses to open
+// such a directory rather than recover part of a queue; so does Restore
+// with such a backup.
+type CorruptError struct {
+	File   string // the file's path
+	Offset int64  // where the damaged record starts; -1 if no one record is
+	Reason string
 }
 
-// apply replays one log record.
-func (r *replayer) apply(p []byte) error {
-	r.records++
-	d := dec{b: p}
-	op := d.byte()
-	qid := d.u()
-	if d.err != nil {
-		return d.err
+func (e *CorruptError) Error() string {
+	if e.Offset < 0 {
+		return fmt.Sprintf("azq: %s: %s", e.File, e.Reason)
 	}
-	if op == recCreateQueue {
-		name := d.str()
-		md := d.metadata()
-		if err := d.done(); err != nil {
-			return err
-		}
-		if _, ok := r.byQID[qid]; ok || qid < r.nextQID {
-			return fmt.Errorf("queue %d is created twice", qid)
-		}
-		q := newQueue(name, r.s.cfg, md)
-		q.svc, q.qid = r.s, qid
-		r.byQID[qid] = q
-		r.nextQID = qid + 1
+	return fmt.Sprintf("azq: %s is corrupt at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// queueLog is a durable queue's way to the log.
+type queueLog struct {
+	d   *durable
+	rec []byte // scratch for encoding a record; the queue's lock guards it
+}
+
+// wait returns once record lsn is durable (see wal.Log.Wait).
+func (l *queueLog) wait(lsn uint64) error { return l.d.wait(lsn) }
+
+// The records of changes, appended by the operations while they hold the
+// queue's lock; each returns the record's LSN for wait.
+
+// appendRecord appends the record b, encoded in q.wal.rec's array.
+func (q *Queue) appendRecord(b []byte) uint64 {
+	lsn := q.wal.d.log.Append(b)
+	q.wal.rec = b
+	if cap(b) > 64<<10 {
+		q.wal.rec = nil // a large message's; do not keep it
+	}
+	return lsn
+}
+
+func (q *Queue) logPut(slot uint32, n *node) uint64 {
+	return q.appendRecord(appendPut(q.wal.rec[:0], q.qid, slot, n))
+}
+
+func (q *Queue) logGet(visible int64, msgs []Message) uint64 {
+	return q.appendRecord(appendGet(q.wal.rec[:0], q.qid, visible, msgs))
+}
+
+func (q *Queue) logUpdate(slot uint32, n *node, content *string) uint64 {
+	return q.appendRecord(appendUpdate(q.wal.rec[:0], q.qid, slot, n, content))
+}
+
+func (q *Queue) logDelete(slot uint32) uint64 {
+	return q.appendRecord(appendDelete(q.wal.rec[:0], q.qid, slot))
+}
+
+// logOp logs a record of op with no fields but the queue: Clear, Delete
+// Queue.
+func (q *Queue) logOp(op byte) uint64 {
+	return q.appendRecord(appendQueueOp(q.wal.rec[:0], op, q.qid))
+}
+
+func (q *Queue) logMetadata(md map[string]string) uint64 {
+	return q.appendRecord(appendMetadata(q.wal.rec[:0], q.qid, md))
+}
+
+func (q *Queue) logPolicies(ps []AccessPolicy) uint64 {
+	return q.appendRecord(appendPolicies(q.wal.rec[:0], q.qid, ps))
+}
+
+func (q *Queue) logCreate() uint64 {
+	return q.appendRecord(appendCreateQueue(q.wal.rec[:0], q.qid, q.name, q.metadata))
+}
+
+// wait returns once record lsn is durable, mapping the log's errors to
+// azq's: the log's failure to ErrStorageFailure, which also stops the
+// Service, and a closed log to a closed Service.
+func (d *durable) wait(lsn uint64) error {
+	err := d.log.Wait(lsn)
+	if err == nil {
 		return nil
 	}
-	q := r.byQID[qid]
-	if q == nil {
-		return fmt.Errorf("record of type %d for queue %d, which does not exist", op, qid)
+	e := d.storageErr(err)
+	if errors.Is(e, ErrStorageFailure) {
+		d.svc.fail(e)
 	}
-	switch op {
-	case recDeleteQueue:
-		if err := d.done(); err != nil {
-			return err
-		}
-		delete(r.byQID, qid)
-	case recMetadata:
-		md := d.metadata()
-		if err := d.done(); err != nil {
-			return err
-		}
-		q.metadata = md
-	case recPolicies:
-		ps := d.policies()
-		if err := d.done(); err != nil {
-			return err
-		}
-		q.policies = ps
-	case recPut:
-		slot := d.u32()
-		// Put takes a freed slot or the next new one, never one beyond.
-		if slot > q.store.next {
-			return fmt.Errorf("put into slot %d, beyond the next new slot %d", slot, q.store.next)
-		}
-		var n node
-		n.id = d.id()
-		n.inserted = d.i()
-		vis := d.u()
-		n.expires = d.expiry(n.inserted)
-		n.tag = d.u64()
-		n.content = d.str()
-		if err := d.done(); err != nil {
-			return err
-		}
-		if vis > uint64(neverExpires-n.inserted) {
-			return errors.New("next-visible time is out of range")
-		}
-		n.visible = n.inserted + int64(vis)
-		q.seq++
-		n.seq = q.seq
-		q.restore(slot, n, true)
-	case recGet:
-		visible := d.i()
-		cnt := d.u()
-		if cnt > uint64(len(d.b)) {
-			return errShortRecord
-		}
-		for ; cnt > 0; cnt-- {
-			slot, dq, ver, tag := d.u32(), d.u(), d.u32(), d.u64()
-			if d.err != nil {
-				return d.err
-			}
-			n := q.store.lookup(slot)
-			if n == nil {
-				return fmt.Errorf("get of slot %d, which is empty", slot)
-			}
-			if dq > 1<<31-1 {
-				return fmt.Errorf("dequeue count %d is out of range", dq)
-			}
-			q.vis.remove(n)
-			n.visible, n.dequeues, n.version, n.tag = visible, int32(dq), ver, tag
-			q.vis.add(slot, n, false)
-		}
-		return d.done()
-	case recUpdate:
-		slot, visible, ver, tag := d.u32(), d.i(), d.u32(), d.u64()
-		hasContent := d.byte()
-		var content string
-		if hasContent == 1 {
-			content = d.str()
-		}
-		if err := d.done(); err != nil {
-			return err
-		}
-		n := q.store.lookup(slot)
-		if n == nil {
-			return fmt.Errorf("update of slot %d, which is empty", slot)
-		}
-		q.vis.remove(n)
-		n.visible, n.version, n.tag = visible, ver, tag
-		if hasContent == 1 {
-			n.content = content
-		}
-		q.vis.add(slot, n, false)
-	case recDelete:
-		slot := d.u32()
-		if err := d.done(); err != nil {
-			return err
-		}
-		n := q.store.lookup(slot)
-		if n == nil {
-			return fmt.Errorf("delete of slot %d, which is empty", slot)
-		}
-		q.remove(slot, n)
-	case recClear:
-		if err := d.done(); err != nil {
-			return err
-		}
-		q.clearLocked()
-	default:
-		return fmt.Errorf("unknown record type %d", op)
-	}
-	return nil
+	return e
 }
 
-// restore puts the message n back in slot while replaying or loading a
-// snapshot. A slot that is still taken held a message that expired and
-// was purged (the one change the log does not record, since the clock
-// decides it): it goes now. fromPut says n is replayed from its Put,
-// which lets the visibility index use its rings as Put did.
-func (q *Queue) restore(slot uint32, n node, fromPut bool) {
-	p := q.store.allocAt(slot)
-	if p == nil {
-		q.remove(slot, q.store.at(slot))
-		p = q.store.allocAt(slot)
+// storageErr maps an error of the log to azq's.
+func (d *durable) storageErr(err error) error {
+	if errors.Is(err, wal.ErrClosed) {
+		return newError(ErrQueueNotFound, "", "the service is closed")
 	}
-	*p = n
-	if n.expires != neverExpires {
-		q.expiry.push(expiryEntry{at: n.expires, slot: slot, stamp: uint32(n.seq)})
+	var fe *wal.FailedError
+	if !errors.As(err, &fe) {
+		return err
 	}
-	q.vis.add(slot, p, fromPut && n.version == 0)
-	q.count++
+	d.failOnce.Do(func() {
+		d.failErr = newError(ErrStorageFailure, "", "durable storage failed, so the service refuses further changes: "+err.Error())
+		d.failErr.cause = err
+	})
+	return d.failErr
 }
 
-// remove deletes the message n in slot, as Delete does.
-func (q *Queue) remove(slot uint32, n *node) {
-	q.vis.remove(n)
-	q.forgetExpiry(n)
-	q.store.release(slot)
-	q.count--
-	q.compactLazy()
+// onFailure is the log's failure callback, for failures that no waiting
+// operation reports: those of an interval sync or a checkpoint.
+func (d *durable) onFailure(err error) {
+	e := d.storageErr(err)
+	if d.svc != nil {
+		d.svc.fail(e)
+	}
+	if l := d.cfg.logger; l != nil {
+		l.Error("azq: durable storage failed; the service refuses further changes", "dir", d.dir, "err", err)
+	}
 }
 
-// fail is the log's failure callback: every queue refuses further
-// operations with err, and waiting Receive calls return it.
+// fail stops the Service after a storage failure: every queue refuses
+// further operations with err, and waiting Receive calls return it.
 func (s *Service) fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -482,176 +380,156 @@ func (s *Service) fail(err error) {
 	})
 }
 
-// The records of changes, appended by the operations while they hold the
-// queue's lock; each returns the record's number for wal.wait.
-
-func (q *Queue) logPut(slot uint32, n *node) uint64 {
-	b, start := q.wal.begin()
-	e := enc(b).op(recPut, q.qid).u(uint64(slot)).id(n.id).i(n.inserted).u(uint64(n.visible-n.inserted)).
-		expiry(n.inserted, n.expires).u64(n.tag).str(n.content)
-	return q.wal.end(e, start)
-}
-
-func (q *Queue) logGet(visible int64, msgs []Message) uint64 {
-	b, start := q.wal.begin()
-	e := enc(b).op(recGet, q.qid).i(visible).u(uint64(len(msgs)))
-	for i := range msgs {
-		r := msgs[i].PopReceipt
-		e = e.u(uint64(r.slotNo)).u(uint64(msgs[i].DequeueCount)).u(uint64(r.version)).u64(r.tag)
-	}
-	return q.wal.end(e, start)
-}
-
-func (q *Queue) logUpdate(slot uint32, n *node, content *string) uint64 {
-	b, start := q.wal.begin()
-	e := enc(b).op(recUpdate, q.qid).u(uint64(slot)).i(n.visible).u(uint64(n.version)).u64(n.tag)
-	if content != nil {
-		e = append(e, 1).str(*content)
-	} else {
-		e = append(e, 0)
-	}
-	return q.wal.end(e, start)
-}
-
-func (q *Queue) logDelete(slot uint32) uint64 {
-	b, start := q.wal.begin()
-	return q.wal.end(enc(b).op(recDelete, q.qid).u(uint64(slot)), start)
-}
-
-// logOp logs a record of op with no fields but the queue: Clear, Delete
-// Queue.
-func (q *Queue) logOp(op byte) uint64 {
-	b, start := q.wal.begin()
-	return q.wal.end(enc(b).op(op, q.qid), start)
-}
-
-func (q *Queue) logMetadata(md map[string]string) uint64 {
-	b, start := q.wal.begin()
-	return q.wal.end(enc(b).op(recMetadata, q.qid).metadata(md), start)
-}
-
-func (q *Queue) logPolicies(ps []AccessPolicy) uint64 {
-	b, start := q.wal.begin()
-	return q.wal.end(enc(b).op(recPolicies, q.qid).policies(ps), start)
-}
-
-func (q *Queue) logCreate() uint64 {
-	b, start := q.wal.begin()
-	return q.wal.end(enc(b).op(recCreateQueue, q.qid).str(q.name).metadata(q.metadata), start)
-}
-
-// checkpoint writes a snapshot of the Service and starts a new log
-// segment, then removes the files the snapshot makes unnecessary.
-//
-// It stops the world briefly: with the Service's lock and every queue's
-// lock held it starts the new segment and copies the queues' state
-// (shallowly: contents are immutable strings), so the snapshot is exactly
-// the state the old segments made. Encoding and writing the snapshot then
-// happen with no lock held while operations go on into the new segment.
-func (s *Service) checkpoint() error {
-	d := s.dur
-	d.ckptMu.Lock()
-	defer d.ckptMu.Unlock()
-
-	s.mu.Lock()
-	if s.closed || s.failure != nil {
-		s.mu.Unlock()
-		return s.failure
-	}
-	var qs []*Queue
-	s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
-	for _, q := range qs {
-		q.mu.Lock()
-	}
-	gen := d.gen + 1
-	name := segName(d.dir, gen)
-	f, err := d.fs.Create(name)
-	if err == nil {
-		if err = d.fs.SyncDir(d.dir); err != nil {
-			f.Close()
+// checkpointer is the Service's goroutine that writes checkpoints off the
+// request path: when the log has grown past WithCheckpointBytes, when
+// Checkpoint asks, and after a failure, once a back-off has passed (the
+// log's signals meanwhile are ignored, so a failing disk does not make
+// every operation's growth of the log start another attempt).
+func (d *durable) checkpointer() {
+	defer close(d.done)
+	var (
+		retry   *time.Timer
+		retryC  <-chan time.Time
+		backoff time.Duration
+	)
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	for {
+		var reply chan error
+		select {
+		case <-d.stop:
+			return
+		case <-d.log.Due():
+			if retryC != nil {
+				continue // backing off
+			}
+		case <-retryC:
+			retryC = nil
+		case reply = <-d.requests:
+		}
+		err := d.svc.checkpoint()
+		if reply != nil {
+			reply <- err
+		}
+		switch {
+		case err == nil:
+			backoff, retryC = 0, nil
+		case errors.Is(err, ErrStorageFailure), errors.Is(err, ErrQueueNotFound):
+			return // the Service has failed or is closing: no checkpoint will do
+		default:
+			backoff = min(max(2*backoff, d.cfg.ckptBackoff), maxCheckpointBackoff)
+			if retry != nil {
+				retry.Stop()
+			}
+			retry = time.NewTimer(backoff)
+			retryC = retry.C
+			if l := d.cfg.logger; l != nil {
+				l.Error("azq: checkpoint failed; the log keeps everything, and the checkpoint is tried again", "dir", d.dir, "err", err, "retry_in", backoff)
+			}
 		}
 	}
-	if err == nil {
-		err = d.w.rotate(f, name)
-	}
-	var img image
-	if err == nil {
-		d.gen = gen
-		img = s.captureLocked(qs)
-	}
-	for _, q := range qs {
-		q.mu.Unlock()
-	}
-	s.mu.Unlock()
-	if err != nil {
-		// The old segment is intact and still current; nothing is lost.
-		return fmt.Errorf("azq: checkpoint: %w", err)
-	}
-	if err := d.writeSnapshot(gen, &img); err != nil {
-		// The log still holds everything; the next checkpoint tries again.
-		return fmt.Errorf("azq: checkpoint: %w", err)
-	}
-	names, err := d.fs.List(d.dir)
-	if err != nil {
-		return nil
-	}
-	for _, n := range names {
-		if g, ok := parseGen(n, "wal"); ok && g < gen {
-			d.fs.Remove(filepath.Join(d.dir, n))
-		} else if g, ok := parseGen(n, "snap"); ok && g < gen {
-			d.fs.Remove(filepath.Join(d.dir, n))
-		}
-	}
-	return nil
 }
 
-// writeSnapshot writes img as snap-gen: to a temporary file, synced, then
-// renamed into place, and the rename made durable by syncing the
-// directory.
-func (d *durable) writeSnapshot(gen uint64, img *image) error {
-	final := snapName(d.dir, gen)
-	tmp := final + ".tmp"
-	f, err := d.fs.Create(tmp)
-	if err != nil {
+// Checkpoint writes a checkpoint of a durable Service now and returns once
+// it is durable, so that a restart replays little log; a durable Service
+// writes them by itself as its log grows, and on Close. For a Service in
+// memory it does nothing.
+func (s *Service) Checkpoint(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = img.encode(bw)
+	d := s.dur
+	if d == nil {
+		return nil
+	}
+	reply := make(chan error, 1)
+	select {
+	case d.requests <- reply:
+	case <-d.done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.closedErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// DurableState returns the state of a durable Service's storage, and
+// false for a Service in memory.
+func (s *Service) DurableState() (DurableState, bool) {
+	d := s.dur
+	if d == nil {
+		return DurableState{}, false
+	}
+	d.mu.Lock()
+	st := d.state
+	d.mu.Unlock()
+	st.LogBytes = d.log.Bytes()
+	s.mu.Lock()
+	st.Failure = s.failure
+	s.mu.Unlock()
+	return st, true
+}
+
+// checkpoint writes a checkpoint and records how it went.
+func (s *Service) checkpoint() error {
+	d := s.dur
+	start := time.Now()
+	base, err := s.writeCheckpoint()
+	took := time.Since(start)
+	d.mu.Lock()
 	if err == nil {
-		err = bw.Flush()
+		d.state.Checkpoints++
+		d.state.LastCheckpoint, d.state.LastCheckpointDuration = time.Now(), took
+		d.state.CheckpointErr, d.state.FailedCheckpoints = nil, 0
+		d.ckptBase = base
+	} else {
+		d.state.CheckpointErr = err
+		d.state.FailedCheckpoints++
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = d.fs.Rename(tmp, final)
-	}
-	if err == nil {
-		err = d.fs.SyncDir(d.dir)
-	}
-	if err != nil {
-		d.fs.Remove(tmp)
+	d.mu.Unlock()
+	if l := d.cfg.logger; l != nil && err == nil {
+		l.Debug("azq: checkpoint written", "dir", d.dir, "duration", took)
 	}
 	return err
 }
 
-// closeDurable checkpoints, closes the log and releases the directory.
+// closeDurable stops the checkpointer, writes a last checkpoint if the
+// log holds anything since the newest one, closes the log and releases
+// the directory.
 func (s *Service) closeDurable() error {
 	d := s.dur
-	var errs []error
-	s.mu.Lock()
-	failed, closed := s.failure, s.closed
-	s.mu.Unlock()
-	if closed {
+	first := false
+	d.closeOnce.Do(func() {
+		first = true
+		close(d.stop)
+	})
+	if !first {
 		return nil
 	}
+	<-d.done
+	var errs []error
+	s.mu.Lock()
+	failed := s.failure
+	s.mu.Unlock()
+	d.mu.Lock()
+	base := d.ckptBase
+	d.mu.Unlock()
 	if failed != nil {
 		errs = append(errs, failed)
-	} else if err := s.checkpoint(); err != nil {
-		errs = append(errs, err)
+	} else if d.log.LastLSN() > base {
+		if err := s.checkpoint(); err != nil {
+			errs = append(errs, fmt.Errorf("azq: %s: the last checkpoint: %w", d.dir, err))
+		}
 	}
 	for _, q := range s.closeQueues() {
 		q.mu.Lock()
@@ -660,11 +538,23 @@ func (s *Service) closeDurable() error {
 		}
 		q.mu.Unlock()
 	}
-	if err := d.w.close(); err != nil && failed == nil {
-		errs = append(errs, err)
-	}
-	if err := d.lock.Close(); err != nil {
-		errs = append(errs, err)
+	if err := d.log.Close(); err != nil && failed == nil {
+		if e := d.storageErr(err); errors.Is(e, ErrStorageFailure) {
+			errs = append(errs, e)
+		} else {
+			errs = append(errs, fmt.Errorf("azq: closing %s: %w", d.dir, err))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// abandon stops the Service as a killed process would: the checkpointer
+// ends, the log's files close with nothing buffered written, the
+// directory is released. For tests of recovery.
+func (s *Service) abandon() {
+	d := s.dur
+	d.closeOnce.Do(func() { close(d.stop) })
+	<-d.done
+	d.log.Abandon()
+	s.closeQueues()
 }

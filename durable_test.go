@@ -13,22 +13,14 @@ import (
 )
 
 // crash abandons a durable Service as a killed process would: the log
-// file and the lock are closed, nothing is flushed beyond what the
+// files and the lock are closed, nothing is written beyond what the
 // operations already made durable, and no checkpoint is written.
 func crash(t testing.TB, s *Service) {
 	t.Helper()
-	w := s.dur.w
-	w.mu.Lock()
-	w.closed = true
-	if w.timer != nil {
-		w.timer.Stop()
-	}
-	w.f.Close()
-	w.mu.Unlock()
-	s.dur.lock.Close()
+	s.abandon()
 }
 
-func mustOpen(t *testing.T, dir string, opts ...Option) *Service {
+func mustOpen(t *testing.T, dir string, opts ...DurableOption) *Service {
 	t.Helper()
 	s, err := Open(dir, opts...)
 	if err != nil {
@@ -140,15 +132,15 @@ func TestDurableReopenKeepsEverything(t *testing.T) {
 	}
 }
 
-// TestSnapshotRestore checks that Restore gives back exactly what
-// Snapshot saw, receipts included, for a Service in memory and a durable
-// one, while other goroutines keep changing it.
-func TestSnapshotRestore(t *testing.T) {
+// TestBackupRestore checks that Restore gives back exactly what Backup
+// saw, receipts included, for a Service in memory and a durable one, while
+// other goroutines keep changing it.
+func TestBackupRestore(t *testing.T) {
 	ctx := context.Background()
 	for _, durable := range []bool{false, true} {
 		s := NewService()
 		if durable {
-			s = mustOpen(t, t.TempDir(), WithSync(SyncInterval(time.Hour)))
+			s = mustOpen(t, t.TempDir(), WithSyncInterval(time.Hour))
 		}
 		a, _, _ := s.CreateQueue(ctx, "alpha", map[string]string{"k": "v"})
 		a.SetAccessPolicies(ctx, []AccessPolicy{{ID: "p", Expiry: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), Permission: "r"}})
@@ -174,7 +166,7 @@ func TestSnapshotRestore(t *testing.T) {
 			}
 		}()
 		var buf bytes.Buffer
-		if err := s.Snapshot(ctx, &buf); err != nil {
+		if err := s.Backup(ctx, &buf); err != nil {
 			t.Fatal(err)
 		}
 		close(stop)

@@ -83,6 +83,10 @@ type Error struct {
 	// Details are Azure's extra error elements, e.g. QueryParameterName.
 	Details []Detail
 
+	// cause is the error of a lower layer that this one reports, such as
+	// the file system's error behind ErrStorageFailure; nil if none.
+	cause error
+
 	// kind is the sentinel this error is an instance of, if any. Is walks
 	// the chain, so an invalid pop receipt is both ErrInvalidPopReceipt
 	// and, more generally, ErrInvalidArgument. An Error built outside the
@@ -140,6 +144,10 @@ func (e *Error) kindOf() *Error {
 	}
 	return k
 }
+
+// Unwrap returns the error of a lower layer that e reports, such as the
+// file system's error behind ErrStorageFailure, or nil.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Detail returns the value of the named detail element and whether it is
 // present.

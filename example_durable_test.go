@@ -21,7 +21,7 @@ func ExampleOpen() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	svc, err := azq.Open(dir) // group commit: every change synced before it returns
+	svc, err := azq.Open(dir) // every change synced before it returns, concurrent callers sharing syncs
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -34,12 +34,13 @@ func ExampleOpen() {
 	receipt := msgs[0].PopReceipt
 	svc.Close() // checkpoints and releases the directory
 
-	svc, stats, err := azq.OpenStats(dir)
+	svc, err = azq.Open(dir)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer svc.Close()
-	fmt.Println("recovered:", stats.Queues, "queue,", stats.Messages, "message")
+	st, _ := svc.DurableState()
+	fmt.Println("recovered:", st.Recovery.Queues, "queue,", st.Recovery.Messages, "message")
 	q, _ = svc.Queue("orders")
 	// The receipt from before the restart still deletes the message.
 	fmt.Println("delete:", q.Delete(ctx, msgs[0].ID, receipt))
@@ -48,16 +49,16 @@ func ExampleOpen() {
 	// delete: <nil>
 }
 
-// Snapshot writes a consistent copy of a Service, in memory or durable,
+// Backup writes a consistent copy of a Service, in memory or durable,
 // while it runs; Restore loads it as a test fixture.
-func ExampleService_Snapshot() {
+func ExampleService_Backup() {
 	ctx := context.Background()
 	svc := azq.NewService()
 	q, _, _ := svc.CreateQueue(ctx, "fixture", map[string]string{"team": "billing"})
 	q.Put(ctx, "invoice 7", nil)
 
 	var fixture bytes.Buffer
-	if err := svc.Snapshot(ctx, &fixture); err != nil {
+	if err := svc.Backup(ctx, &fixture); err != nil {
 		log.Fatal(err)
 	}
 

@@ -4,22 +4,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq/internal/vfs"
+	"github.com/azqlib/azq/internal/wal"
 	"github.com/benbjohnson/clock"
-	"github.com/tidwall/btree"
 )
 
-// durableSeeds returns a real log and a real snapshot made by a short
-// workload with every kind of record.
-func durableSeeds(tb testing.TB) (log, snap []byte) {
+// durableSeeds returns the records of a real log and of a real backup made
+// by a short workload with every kind of record.
+func durableSeeds(tb testing.TB) (log, backup [][]byte) {
 	tb.Helper()
-	dir := tb.TempDir()
+	mem := vfs.NewMem()
 	clk := clock.NewMock()
-	s, err := Open(dir, WithClock(clk))
+	s, err := Open(testDir, withFS(mem), WithClock(clk))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -39,70 +38,80 @@ func durableSeeds(tb testing.TB) (log, snap []byte) {
 	other.Put(ctx, "x", nil)
 	other.Clear(ctx)
 	s.DeleteQueue(ctx, "other")
-	log, err = os.ReadFile(filepath.Join(dir, "wal-0000000000000001"))
+	var b bytes.Buffer
+	if err := s.Backup(ctx, &b); err != nil {
+		tb.Fatal(err)
+	}
+	crash(tb, s)
+	rp := newReplayer(newConfig(nil))
+	_, _, err = wal.Open(testDir, wal.Options{FS: mem}, wal.Replay{
+		Checkpoint: func([]byte) error { return nil },
+		Record: func(_ uint64, rec []byte) error {
+			log = append(log, bytes.Clone(rec))
+			return rp.logRecord(0, rec)
+		},
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := s.Snapshot(ctx, &b); err != nil {
+	if _, _, err := wal.ReadCheckpoint("backup", b.Bytes(), func(rec []byte) error {
+		backup = append(backup, bytes.Clone(rec))
+		return nil
+	}); err != nil {
 		tb.Fatal(err)
 	}
-	s.Close()
-	return log, b.Bytes()
+	return log, backup
 }
 
-// unframe turns a file of frames into the fuzzer's short form: each
-// payload prefixed by one length byte (payloads of 256 bytes or more are
-// left out). reframe is its inverse, with real checksums, so that the
-// fuzzer's changes reach the record decoders instead of stopping at the
-// checksum.
-func unframe(data []byte) []byte {
+// short turns records into the fuzzer's short form: each prefixed by one
+// length byte (records of 256 bytes or more are left out); long is its
+// inverse. The log (internal/wal) frames them with real checksums, so
+// that the fuzzer's changes reach the record decoders instead of stopping
+// at a checksum.
+func short(recs [][]byte) []byte {
 	var out []byte
-	scanFrames("seed", data, true, func(_ int64, p []byte) error {
-		if len(p) < 256 {
-			out = append(append(out, byte(len(p))), p...)
+	for _, r := range recs {
+		if len(r) < 256 {
+			out = append(append(out, byte(len(r))), r...)
 		}
-		return nil
-	})
-	return out
-}
-
-func reframe(short []byte) []byte {
-	var out []byte
-	for len(short) > 0 {
-		n := min(int(short[0]), len(short)-1)
-		b, start := beginFrame(out)
-		out = endFrame(append(b, short[1:1+n]...), start)
-		short = short[1+n:]
 	}
 	return out
 }
 
-// FuzzReplay feeds arbitrary bytes to the log and snapshot decoders, as
-// whole files (form 0: log, 1: snapshot) or as records that reframe gives
-// valid checksums (form 2: log, 3: snapshot). They must never panic or
-// allocate without bound: either they fail with a *CorruptError, or they
-// yield a Service that works. A log that replays must replay to the same
-// state twice.
+func long(s []byte) [][]byte {
+	var recs [][]byte
+	for len(s) > 0 {
+		n := min(int(s[0]), len(s)-1)
+		recs = append(recs, s[1:1+n])
+		s = s[1+n:]
+	}
+	return recs
+}
+
+// FuzzReplay feeds arbitrary records to the log's replay (form 0) and to
+// Restore as a backup (form 1). They must never panic or allocate without
+// bound: either they fail with a *CorruptError, or they yield a Service
+// that works. A log that replays must replay to the same state twice.
 func FuzzReplay(f *testing.F) {
-	log, snap := durableSeeds(f)
-	f.Add(log, byte(0))
-	f.Add(snap, byte(1))
-	f.Add(unframe(log), byte(2))
-	f.Add(unframe(snap), byte(3))
-	f.Add(log[:len(log)-3], byte(0))
-	f.Add(snap[:len(snap)/2], byte(1))
+	log, backup := durableSeeds(f)
+	f.Add(short(log), byte(0))
+	f.Add(short(backup), byte(1))
+	f.Add(short(log[:len(log)-3]), byte(0))
+	f.Add(short(backup[:len(backup)/2]), byte(1))
 	f.Add([]byte{}, byte(0))
 	f.Add(make([]byte, 20), byte(0))
 	defer func(m uint32) { maxRestoreSlot = m }(maxRestoreSlot)
 	maxRestoreSlot = 1 << 16
 	f.Fuzz(func(t *testing.T, data []byte, form byte) {
-		if form >= 2 {
-			data = reframe(data)
-		}
-		isSnapshot := form%2 == 1
-		if isSnapshot {
-			s, err := Restore(bytes.NewReader(data))
+		recs := long(data)
+		if form%2 == 1 {
+			var b bytes.Buffer
+			e := wal.NewEncoder(&b, 0, 0)
+			for _, r := range recs {
+				e.Append(r)
+			}
+			e.Close()
+			s, err := Restore(&b)
 			var ce *CorruptError
 			if err != nil {
 				if !errors.As(err, &ce) {
@@ -113,16 +122,24 @@ func FuzzReplay(f *testing.F) {
 			exercise(t, s)
 			return
 		}
+		// A log holding the records, written by the log itself.
+		mem := vfs.NewMem()
+		l, _, err := wal.Open(testDir, wal.Options{FS: mem}, wal.Replay{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			l.Append(r)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 		replay := func() (*Service, error) {
-			r := &replayer{s: &Service{cfg: newConfig(nil), queues: new(btree.Map[string, *Queue])}, byQID: map[uint64]*Queue{}, nextQID: 1}
-			if _, err := scanFrames("log", data, true, func(_ int64, p []byte) error { return r.apply(p) }); err != nil {
+			s, err := Open(testDir, withFS(mem), WithCheckpointBytes(1<<40))
+			if err != nil {
 				return nil, err
 			}
-			for _, q := range r.byQID {
-				q.store.rebuildFree()
-				r.s.queues.Set(q.name+string(rune('0'+q.qid%10)), q)
-			}
-			return r.s, nil
+			return s, nil
 		}
 		s, err := replay()
 		if err != nil {
@@ -132,11 +149,16 @@ func FuzzReplay(f *testing.F) {
 			}
 			return
 		}
-		s2, _ := replay()
-		if a, b := dump(t, s), dump(t, s2); a != b {
-			t.Fatalf("two replays differ:\n%s\n%s", a, b)
+		before := dump(t, s)
+		crash(t, s)
+		s2, err := replay()
+		if err != nil {
+			t.Fatalf("a log that replayed once fails the second time: %v", err)
 		}
-		exercise(t, s)
+		if after := dump(t, s2); after != before {
+			t.Fatalf("two replays differ:\n%s\n%s", before, after)
+		}
+		exercise(t, s2)
 	})
 }
 

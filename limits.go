@@ -63,8 +63,25 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Option configures a Queue or a Service.
-type Option func(*config)
+// Option configures a Queue (New), a Service (NewService, Restore) or a
+// durable Service (Open).
+type Option interface {
+	DurableOption
+	apply(*config)
+}
+
+// DurableOption configures a durable Service (Open). Every Option is one;
+// WithSyncInterval, WithCheckpointBytes and WithLogger are only that, so
+// that New and NewService, which keep nothing on disk, do not take them.
+type DurableOption interface {
+	applyDurable(*durableConfig)
+}
+
+// option is an Option: a change to the configuration every Service shares.
+type option func(*config)
+
+func (o option) apply(c *config)               { o(c) }
+func (o option) applyDurable(c *durableConfig) { o(&c.config) }
 
 type config struct {
 	clock  clock.Clock
@@ -72,33 +89,36 @@ type config struct {
 	// realTime is set while the clock is the default real one, whose time
 	// wallNow reads more cheaply than clock.Now.
 	realTime bool
-	// The durable mode's settings; see Open.
-	sync      SyncPolicy
-	ckptBytes int64
-	fs        fsys // nil: the real file system
+}
+
+func defaultConfig() config { return config{clock: clock.New(), realTime: true} }
+
+// withDefaults fills in what the options left unset.
+func (c config) withDefaults() config {
+	c.limits = c.limits.withDefaults()
+	return c
 }
 
 func newConfig(opts []Option) config {
-	c := config{clock: clock.New(), realTime: true}
+	c := defaultConfig()
 	for _, o := range opts {
-		o(&c)
+		o.apply(&c)
 	}
-	c.limits = c.limits.withDefaults()
-	return c
+	return c.withDefaults()
 }
 
 // WithClock makes the queue (or every queue of a service) read time from c,
 // typically a *clock.Mock in tests. The default is the real clock.
 func WithClock(c clock.Clock) Option {
-	return func(cfg *config) {
+	return option(func(cfg *config) {
 		if c != nil {
 			cfg.clock = c
 			cfg.realTime = false
 		}
-	}
+	})
 }
 
 // WithLimits replaces Azure's limits; zero fields keep Azure's values.
 func WithLimits(l Limits) Option {
-	return func(cfg *config) { cfg.limits = l }
+	return option(func(cfg *config) { cfg.limits = l })
 }

@@ -44,7 +44,7 @@ type Queue struct {
 	// The durable mode (Open): the log that every change is appended to
 	// before it is acknowledged, nil in memory; the queue's number in it;
 	// and the log's failure once it failed, which closed the queue.
-	wal     *wal
+	wal     *queueLog
 	qid     uint64
 	failure error
 }
@@ -436,6 +436,9 @@ func (q *Queue) Close() error {
 			lsn = q.logOp(recDeleteQueue)
 		}
 		q.shut()
+	} else if q.failure != nil {
+		q.mu.Unlock()
+		return q.failure // closed by a storage failure, not deleted
 	}
 	return q.unlockSynced(lsn)
 }

@@ -8,34 +8,36 @@ import (
 	"time"
 )
 
-// The records of the log and of snapshots. Each is one frame's payload:
-// a type byte, then fields as unsigned or zig-zag varints, fixed 8 or 16
-// bytes for random values (IDs, tags), and length-prefixed strings. A
-// queue is named by the number it was given at creation, not its name,
-// which keeps records small and tells a queue from a later one of the same
-// name.
+// The records of the durable mode's log and checkpoints, each the payload
+// the log (internal/wal) stores: a type byte, then fields as unsigned or
+// zig-zag varints, fixed 8 or 16 bytes for random values (IDs, tags), and
+// length-prefixed strings. A queue is named by the number it was given at
+// creation, not its name, which keeps records small and tells a queue from
+// a later one of the same name. Each record's encoder sits beside its
+// decoder below; replay.go says what each means.
 const (
-	// log records: one per acknowledged change
+	// Log records: one per acknowledged change.
 	recCreateQueue = 1 // qid, name, metadata
 	recDeleteQueue = 2 // qid
 	recMetadata    = 3 // qid, metadata
 	recPolicies    = 4 // qid, policies
-	recPut         = 5 // qid, slot, id, inserted, visible-inserted, expires, tag, content
+	recPut         = 5 // qid, slot, message (see appendPut); a checkpoint's messages too
 	recGet         = 6 // qid, visible, count, count × (slot, dequeues, version, tag)
 	recUpdate      = 7 // qid, slot, visible, version, tag, has content, [content]
 	recDelete      = 8 // qid, slot
 	recClear       = 9 // qid
 
-	// snapshot records
-	recSnapHeader  = 20 // magic, format, next qid
-	recSnapQueue   = 21 // qid, name, seq, next slot, metadata, policies
-	recSnapMessage = 22 // slot, seq, id, inserted, expires, visible, tag, dequeues, version, content
-	recSnapEnd     = 23 // queues, messages
+	// Checkpoint records, around the Puts of the messages.
+	recCkptService  = 20 // magic, format, next qid
+	recCkptQueue    = 21 // qid, name, seq, next slot, metadata, policies, lsn
+	recCkptChunk    = 22 // qid, chunk, lsn; the chunk's messages follow as Puts
+	recCkptQueueEnd = 23 // qid, chunks, lsn
+	recCkptEnd      = 24 // queues, messages
 )
 
 const (
-	snapMagic  = "azq-snapshot"
-	snapFormat = 1
+	ckptMagic  = "azq-state"
+	ckptFormat = 1
 )
 
 // enc appends record fields to a buffer.
@@ -47,38 +49,6 @@ func (e enc) u64(v uint64) enc          { return binary.LittleEndian.AppendUint6
 func (e enc) id(id MessageID) enc       { return append(e, id[:]...) }
 func (e enc) str(s string) enc          { return append(e.u(uint64(len(s))), s...) }
 func (e enc) op(t byte, qid uint64) enc { return append(e, t).u(qid) }
-
-// expiry encodes an expiration time relative to the insertion time, 0
-// meaning never.
-func (e enc) expiry(inserted, expires int64) enc {
-	if expires == neverExpires {
-		return e.u(0)
-	}
-	return e.u(uint64(expires-inserted) + 1)
-}
-
-func (e enc) metadata(md map[string]string) enc {
-	e = e.u(uint64(len(md)))
-	for k, v := range md {
-		e = e.str(k).str(v)
-	}
-	return e
-}
-
-func (e enc) time(t time.Time) enc {
-	if t.IsZero() {
-		return append(e, 0)
-	}
-	return append(e, 1).i(t.Unix()).u(uint64(t.Nanosecond()))
-}
-
-func (e enc) policies(ps []AccessPolicy) enc {
-	e = e.u(uint64(len(ps)))
-	for _, p := range ps {
-		e = e.str(p.ID).time(p.Start).time(p.Expiry).str(p.Permission)
-	}
-	return e
-}
 
 // dec reads record fields; the first failure sticks and later reads
 // return zero values, so a decoder checks err once at the end.
@@ -166,16 +136,43 @@ func (d *dec) str() string {
 	return s
 }
 
+// done reports the decoder's error, or that bytes are left over.
+func (d *dec) done() error {
+	if d.err == nil && len(d.b) != 0 {
+		return fmt.Errorf("%d bytes left over at the end of the record", len(d.b))
+	}
+	return d.err
+}
+
+// Fields made of fields.
+
+// expiry encodes an expiration time relative to the insertion time, 0
+// meaning never.
+func (e enc) expiry(inserted, expires int64) enc {
+	if expires == neverExpires {
+		return e.u(0)
+	}
+	return e.u(uint64(expires-inserted) + 1)
+}
+
 func (d *dec) expiry(inserted int64) int64 {
 	v := d.u()
 	if v == 0 {
 		return neverExpires
 	}
 	if v-1 > uint64(neverExpires-inserted) {
-		d.fail(fmt.Errorf("expiration time is out of range"))
+		d.fail(errors.New("expiration time is out of range"))
 		return neverExpires
 	}
 	return inserted + int64(v-1)
+}
+
+func (e enc) metadata(md map[string]string) enc {
+	e = e.u(uint64(len(md)))
+	for k, v := range md {
+		e = e.str(k).str(v)
+	}
+	return e
 }
 
 func (d *dec) metadata() map[string]string {
@@ -195,6 +192,13 @@ func (d *dec) metadata() map[string]string {
 	return md
 }
 
+func (e enc) time(t time.Time) enc {
+	if t.IsZero() {
+		return append(e, 0)
+	}
+	return append(e, 1).i(t.Unix()).u(uint64(t.Nanosecond()))
+}
+
 func (d *dec) time() time.Time {
 	switch d.byte() {
 	case 0:
@@ -211,6 +215,14 @@ func (d *dec) time() time.Time {
 	return time.Time{}
 }
 
+func (e enc) policies(ps []AccessPolicy) enc {
+	e = e.u(uint64(len(ps)))
+	for _, p := range ps {
+		e = e.str(p.ID).time(p.Start).time(p.Expiry).str(p.Permission)
+	}
+	return e
+}
+
 func (d *dec) policies() []AccessPolicy {
 	n := d.u()
 	if n > MaxAccessPolicies {
@@ -224,10 +236,233 @@ func (d *dec) policies() []AccessPolicy {
 	return ps
 }
 
-// done reports the decoder's error, or that bytes are left over.
-func (d *dec) done() error {
-	if d.err == nil && len(d.b) != 0 {
-		return fmt.Errorf("%d bytes left over at the end of the record", len(d.b))
+// header reads the type and queue number every log record starts with.
+func (d *dec) header() (op byte, qid uint64) {
+	return d.byte(), d.u()
+}
+
+// The log records.
+
+func appendCreateQueue(b []byte, qid uint64, name string, md map[string]string) []byte {
+	return enc(b).op(recCreateQueue, qid).str(name).metadata(md)
+}
+
+func readCreateQueue(d *dec) (name string, md map[string]string, err error) {
+	name, md = d.str(), d.metadata()
+	return name, md, d.done()
+}
+
+// appendQueueOp is a record of op with no fields but the queue: Delete
+// Queue, Clear. readQueueOp is its decoder.
+func appendQueueOp(b []byte, op byte, qid uint64) []byte { return enc(b).op(op, qid) }
+
+func readQueueOp(d *dec) error { return d.done() }
+
+func appendMetadata(b []byte, qid uint64, md map[string]string) []byte {
+	return enc(b).op(recMetadata, qid).metadata(md)
+}
+
+func readMetadata(d *dec) (map[string]string, error) {
+	md := d.metadata()
+	return md, d.done()
+}
+
+func appendPolicies(b []byte, qid uint64, ps []AccessPolicy) []byte {
+	return enc(b).op(recPolicies, qid).policies(ps)
+}
+
+func readPolicies(d *dec) ([]AccessPolicy, error) {
+	ps := d.policies()
+	return ps, d.done()
+}
+
+// appendPut records the message n in slot: a Put in the log, and a
+// message of a checkpoint, which is the Put that would make it. The
+// fields are the slot, the insertion sequence, the ID, the insertion
+// time, the next-visible and expiration times relative to it, the receipt
+// tag, the dequeue count, the receipt version and the content.
+func appendPut(b []byte, qid uint64, slot uint32, n *node) []byte {
+	return enc(b).op(recPut, qid).u(uint64(slot)).u(n.seq).id(n.id).i(n.inserted).i(n.visible-n.inserted).
+		expiry(n.inserted, n.expires).u64(n.tag).u(uint64(n.dequeues)).u(uint64(n.version)).str(n.content)
+}
+
+func readPut(d *dec) (slot uint32, n node, err error) {
+	slot = d.u32()
+	n.seq = d.u()
+	n.id = d.id()
+	n.inserted = d.i()
+	vis := d.i()
+	n.expires = d.expiry(n.inserted)
+	n.tag = d.u64()
+	dq := d.u()
+	n.version = d.u32()
+	n.content = d.str()
+	if err := d.done(); err != nil {
+		return 0, node{}, err
 	}
-	return d.err
+	visible, ok := addInt64(n.inserted, vis)
+	switch {
+	case !ok:
+		return 0, node{}, errors.New("next-visible time is out of range")
+	case n.seq == 0:
+		return 0, node{}, errors.New("insertion sequence 0")
+	case dq > math.MaxInt32:
+		return 0, node{}, fmt.Errorf("dequeue count %d is out of range", dq)
+	}
+	n.visible, n.dequeues = visible, int32(dq)
+	return slot, n, nil
+}
+
+// addInt64 returns a+b and whether it did not overflow.
+func addInt64(a, b int64) (int64, bool) {
+	s := a + b
+	return s, (s > a) == (b > 0)
+}
+
+// getEntry is what a Get record holds of each message it took.
+type getEntry struct {
+	slot     uint32
+	dequeues int32
+	version  uint32
+	tag      uint64
+}
+
+func appendGet(b []byte, qid uint64, visible int64, msgs []Message) []byte {
+	e := enc(b).op(recGet, qid).i(visible).u(uint64(len(msgs)))
+	for i := range msgs {
+		r := msgs[i].PopReceipt
+		e = e.u(uint64(r.slotNo)).u(uint64(msgs[i].DequeueCount)).u(uint64(r.version)).u64(r.tag)
+	}
+	return e
+}
+
+// readGet reads a Get record, calling fn with each message taken.
+func readGet(d *dec, fn func(visible int64, g getEntry) error) error {
+	visible := d.i()
+	cnt := d.u()
+	if cnt > uint64(len(d.b)) {
+		return errShortRecord
+	}
+	for ; cnt > 0; cnt-- {
+		slot, dq, ver, tag := d.u32(), d.u(), d.u32(), d.u64()
+		if d.err != nil {
+			return d.err
+		}
+		if dq > math.MaxInt32 {
+			return fmt.Errorf("dequeue count %d is out of range", dq)
+		}
+		if err := fn(visible, getEntry{slot, int32(dq), ver, tag}); err != nil {
+			return err
+		}
+	}
+	return d.done()
+}
+
+// updateRec is an Update: the message in slot is visible at visible, has
+// receipt version and tag, and, if hasContent, the content.
+type updateRec struct {
+	slot       uint32
+	visible    int64
+	version    uint32
+	tag        uint64
+	hasContent bool
+	content    string
+}
+
+func appendUpdate(b []byte, qid uint64, slot uint32, n *node, content *string) []byte {
+	e := enc(b).op(recUpdate, qid).u(uint64(slot)).i(n.visible).u(uint64(n.version)).u64(n.tag)
+	if content == nil {
+		return append(e, 0)
+	}
+	return append(e, 1).str(*content)
+}
+
+func readUpdate(d *dec) (updateRec, error) {
+	r := updateRec{slot: d.u32(), visible: d.i(), version: d.u32(), tag: d.u64()}
+	switch d.byte() {
+	case 0:
+	case 1:
+		r.hasContent, r.content = true, d.str()
+	default:
+		d.fail(errors.New("bad content flag"))
+	}
+	return r, d.done()
+}
+
+func appendDelete(b []byte, qid uint64, slot uint32) []byte {
+	return enc(b).op(recDelete, qid).u(uint64(slot))
+}
+
+func readDelete(d *dec) (uint32, error) {
+	slot := d.u32()
+	return slot, d.done()
+}
+
+// The checkpoint records. A checkpoint is a service record, then each
+// queue: its queue record, its chunks (each a chunk record followed by the
+// Puts of the messages in it), and its end record; then an end record with
+// the totals. The LSNs say as of which log record each part was copied
+// (see replay.go).
+
+func appendCkptService(b []byte, nextQID uint64) []byte {
+	return enc(append(b, recCkptService)).str(ckptMagic).u(ckptFormat).u(nextQID)
+}
+
+func readCkptService(d *dec) (nextQID uint64, err error) {
+	if d.str() != ckptMagic {
+		return 0, errors.New("not an azq checkpoint")
+	}
+	if f := d.u(); f != ckptFormat {
+		return 0, fmt.Errorf("checkpoint format %d, which this version cannot read", f)
+	}
+	nextQID = d.u()
+	return nextQID, d.done()
+}
+
+// ckptQueue is the state of a queue, apart from its messages, as of
+// record lsn.
+type ckptQueue struct {
+	qid      uint64
+	name     string
+	seq      uint64
+	next     uint32 // the slot store's next new slot
+	metadata map[string]string
+	policies []AccessPolicy
+	lsn      uint64
+}
+
+func appendCkptQueue(b []byte, q *ckptQueue) []byte {
+	return enc(b).op(recCkptQueue, q.qid).str(q.name).u(q.seq).u(uint64(q.next)).metadata(q.metadata).policies(q.policies).u(q.lsn)
+}
+
+func readCkptQueue(d *dec, qid uint64) (ckptQueue, error) {
+	q := ckptQueue{qid: qid, name: d.str(), seq: d.u(), next: d.u32(), metadata: d.metadata(), policies: d.policies(), lsn: d.u()}
+	return q, d.done()
+}
+
+func appendCkptChunk(b []byte, qid uint64, chunk uint32, lsn uint64) []byte {
+	return enc(b).op(recCkptChunk, qid).u(uint64(chunk)).u(lsn)
+}
+
+func readCkptChunk(d *dec) (chunk uint32, lsn uint64, err error) {
+	chunk, lsn = d.u32(), d.u()
+	return chunk, lsn, d.done()
+}
+
+func appendCkptQueueEnd(b []byte, qid uint64, chunks uint32, lsn uint64) []byte {
+	return enc(b).op(recCkptQueueEnd, qid).u(uint64(chunks)).u(lsn)
+}
+
+func readCkptQueueEnd(d *dec) (chunks uint32, lsn uint64, err error) {
+	chunks, lsn = d.u32(), d.u()
+	return chunks, lsn, d.done()
+}
+
+func appendCkptEnd(b []byte, queues, messages int) []byte {
+	return enc(append(b, recCkptEnd)).u(uint64(queues)).u(uint64(messages))
+}
+
+func readCkptEnd(d *dec) (queues, messages uint64, err error) {
+	queues, messages = d.u(), d.u()
+	return queues, messages, d.done()
 }

@@ -70,14 +70,14 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 		q.mu.Unlock()
 		var lsn uint64
 		if s.dur != nil {
-			lsn = s.dur.w.current() // the queue's creation may not be durable yet
+			lsn = s.dur.log.LastLSN() // the queue's creation may not be durable yet
 		}
 		s.mu.Unlock()
 		if !same {
 			return nil, false, newError(ErrQueueAlreadyExists, "", "the queue "+quoteTrunc(name)+" already exists with different metadata")
 		}
 		if lsn != 0 {
-			if err := s.dur.w.wait(lsn); err != nil {
+			if err := s.dur.wait(lsn); err != nil {
 				return nil, false, err
 			}
 		}
@@ -88,7 +88,7 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 	s.nextQID++
 	var lsn uint64
 	if s.dur != nil {
-		q.wal = s.dur.w
+		q.wal = &queueLog{d: s.dur}
 		lsn = q.logCreate()
 	}
 	s.queues.Set(name, q)
@@ -120,6 +120,11 @@ func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 		return err
 	}
 	s.mu.Lock()
+	if s.failure != nil {
+		// The deletion cannot be logged, so it is not made.
+		s.mu.Unlock()
+		return s.failure
+	}
 	q, ok := s.queues.Delete(name)
 	var lsn uint64
 	if ok && q.wal != nil {

@@ -55,19 +55,20 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer) (map[string]*azq
 	}
 	services := map[string]*azq.Service{}
 	for _, a := range accounts {
-		var opts []azq.Option
+		var opts []azq.DurableOption
 		if clk != nil {
 			opts = append(opts, azq.WithClock(clk))
 		}
 		dir := filepath.Join(cfg.dataDir, a.Name)
-		s, st, err := azq.OpenStats(dir, opts...)
+		s, err := azq.Open(dir, opts...)
 		if err != nil {
 			closeAll(services)
 			return nil, err
 		}
 		services[a.Name] = s
+		st, _ := s.DurableState()
 		fmt.Fprintf(stdout, "azqd: %s: recovered %d queues and %d messages from %s in %v\n",
-			a.Name, st.Queues, st.Messages, dir, st.Duration.Round(time.Microsecond))
+			a.Name, st.Recovery.Queues, st.Recovery.Messages, dir, st.Recovery.Duration.Round(time.Microsecond))
 	}
 	return services, nil
 }

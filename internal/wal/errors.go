@@ -8,7 +8,7 @@ import (
 // CorruptError reports damage in a log directory that is not a torn
 // tail: a frame or record that fails its checksum or does not decode
 // with valid data after it, a segment or checkpoint that ends early, or a
-// file that is missing (Offset is then -1).
+// file that is missing (Offset is then -1, and Reason starts "missing").
 type CorruptError struct {
 	File   string // the file's path
 	Offset int64  // where the damaged frame starts; -1 for a missing file
@@ -17,7 +17,7 @@ type CorruptError struct {
 
 func (e *CorruptError) Error() string {
 	if e.Offset < 0 {
-		return fmt.Sprintf("%s is missing: %s", e.File, e.Reason)
+		return fmt.Sprintf("%s: %s", e.File, e.Reason)
 	}
 	return fmt.Sprintf("%s is corrupt at offset %d: %s", e.File, e.Offset, e.Reason)
 }

@@ -114,12 +114,12 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 	for j, g := range replay {
 		if g != first+uint64(j) {
 			return rec, &CorruptError{File: SegmentName(dir, first+uint64(j)), Offset: -1,
-				Reason: fmt.Sprintf("the log goes on in %s, so there is a gap", filepath.Base(SegmentName(dir, g)))}
+				Reason: fmt.Sprintf("missing: the log goes on in %s, so there is a gap", filepath.Base(SegmentName(dir, g)))}
 		}
 	}
 	if ckptGen > 0 && len(replay) == 0 {
 		return rec, &CorruptError{File: SegmentName(dir, ckptGen), Offset: -1,
-			Reason: fmt.Sprintf("%s holds the state before it, and the log goes on in it", filepath.Base(CheckpointName(dir, ckptGen)))}
+			Reason: fmt.Sprintf("missing: %s holds the state before it, and the log goes on in it", filepath.Base(CheckpointName(dir, ckptGen)))}
 	}
 
 	var running LSN
@@ -161,7 +161,7 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 			return rec, &CorruptError{File: name, Offset: 0, Reason: fmt.Sprintf("no header, though %s says the log goes on here", filepath.Base(CheckpointName(dir, ckptGen)))}
 		}
 		if j == 0 && ckptGen == 0 && g > 1 && !s.activated {
-			return rec, &CorruptError{File: CheckpointName(dir, g), Offset: -1, Reason: fmt.Sprintf("the log starts at %s, whose header is unreadable, so the state before it cannot be known", filepath.Base(name))}
+			return rec, &CorruptError{File: CheckpointName(dir, g), Offset: -1, Reason: fmt.Sprintf("missing: the log starts at %s, whose header is unreadable, so the state before it cannot be known", filepath.Base(name))}
 		}
 		rec.Segments++
 		rec.Bytes += s.bytes
@@ -289,7 +289,7 @@ func scanSegment(name string, gen uint64, data []byte, running *LSN, noCheckpoin
 				if noCheckpoint {
 					dir := filepath.Dir(name)
 					return s, &CorruptError{File: CheckpointName(dir, gen), Offset: -1,
-						Reason: fmt.Sprintf("%s starts after record %d, so the checkpoint that holds the state before it is needed", filepath.Base(name), base)}
+						Reason: fmt.Sprintf("missing: %s starts after record %d, so the checkpoint that holds the state before it is needed", filepath.Base(name), base)}
 				}
 				return s, corrupt(fmt.Sprintf("the segment starts after record %d, but the log before it ends at record %d", base, *running))
 			}

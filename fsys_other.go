@@ -1,8 +1,0 @@
-//go:build !linux
-
-package azq
-
-import "os"
-
-// datasync falls back to a full sync where fdatasync is not at hand.
-func datasync(f *os.File) error { return f.Sync() }

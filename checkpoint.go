@@ -2,6 +2,7 @@ package azq
 
 import (
 	"fmt"
+	"math"
 )
 
 // A checkpoint is written off the request path by the Service's
@@ -99,17 +100,17 @@ func (c *copier) emit(rec []byte) {
 }
 
 // copyQueue copies q a chunk at a time, locking it for each. A queue
-// deleted before its first chunk is left out; one deleted later ends
-// where it was, and its deletion, which the log holds, removes it when
-// replayed.
+// deleted before its first chunk is left out. One deleted later ends
+// where it was, with the chunks it did not reach marked as holding every
+// record (so replay skips what the log has of them): its deletion, which
+// the log holds, removes it when replayed.
 func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
-	var last uint64
 	for chunk := uint32(0); c.err == nil; chunk++ {
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
 			if chunk > 0 {
-				c.emit(appendCkptQueueEnd(c.b[:0], q.qid, chunk, last))
+				c.emit(appendCkptQueueEnd(c.b[:0], q.qid, chunk, math.MaxUint64))
 			}
 			return
 		}
@@ -133,7 +134,6 @@ func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 			return
 		}
 		c.emitChunk(q.qid, chunk, at)
-		last = at
 	}
 }
 

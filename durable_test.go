@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq/internal/vfs"
 	"github.com/benbjohnson/clock"
 )
 
@@ -194,3 +198,356 @@ func TestBackupRestore(t *testing.T) {
 }
 
 func fmtAny(v ...any) string { return fmt.Sprint(v...) }
+
+// mutatingSink is a checkpoint's sink that runs change, with no lock
+// held, before every record it passes on: the operations that a
+// checkpoint's copy of the queues runs beside.
+type mutatingSink struct {
+	sink   recordSink
+	change func()
+}
+
+func (m *mutatingSink) Append(rec []byte) error {
+	m.change()
+	return m.sink.Append(rec)
+}
+
+// TestFuzzyCheckpointReplaysExactly writes a checkpoint while random
+// operations run between each of its records (every Put, Get, Update,
+// Delete, Clear, metadata change, queue creation and deletion, queues
+// emptied and refilled), then reopens the directory: the checkpoint and
+// the log after it must give back exactly the state the Service had.
+func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
+	for seed := uint64(1); seed <= 24; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			clk := clock.NewMock()
+			mem := vfs.NewMem()
+			s, err := Open(testDir, withFS(mem), WithClock(clk), WithCheckpointBytes(1<<40))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			held := map[string][]Message{}
+			names := []string{"alpha", "bravo", "charlie"}
+			for _, n := range names {
+				q, _, _ := s.CreateQueue(ctx, n, nil)
+				for i := 0; i < 3*chunkSize+rng.IntN(chunkSize); i++ {
+					ttl := time.Duration(1+rng.IntN(3)) * time.Hour
+					if _, err := q.Put(ctx, fmt.Sprint(n, i), &PutOptions{TimeToLive: ttl}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			step := 0
+			change := func() {
+				step++
+				name := names[rng.IntN(len(names))]
+				q, err := s.Queue(name)
+				if err != nil {
+					if _, _, err := s.CreateQueue(ctx, name, map[string]string{"step": fmt.Sprint(step)}); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				switch r := rng.IntN(100); {
+				case r < 35:
+					q.Put(ctx, fmt.Sprint("new", step), &PutOptions{VisibilityTimeout: time.Duration(rng.IntN(3)) * time.Second})
+				case r < 60:
+					ms, _ := q.Get(ctx, 1+rng.IntN(32), time.Minute)
+					held[name] = append(held[name], ms...)
+				case r < 75 && len(held[name]) > 0:
+					k := rng.IntN(len(held[name]))
+					m := held[name][k]
+					held[name] = append(held[name][:k], held[name][k+1:]...)
+					q.Delete(ctx, m.ID, m.PopReceipt)
+				case r < 85 && len(held[name]) > 0:
+					k := rng.IntN(len(held[name]))
+					c := fmt.Sprint("updated", step)
+					if u, err := q.Update(ctx, held[name][k].ID, held[name][k].PopReceipt, time.Duration(rng.IntN(60))*time.Second, &c); err == nil {
+						held[name][k].PopReceipt = u.PopReceipt
+					}
+				case r < 88:
+					q.Clear(ctx)
+					held[name] = nil
+				case r < 91:
+					q.SetMetadata(ctx, map[string]string{"step": fmt.Sprint(step)})
+				case r < 93:
+					s.DeleteQueue(ctx, name)
+					held[name] = nil
+				case r < 96:
+					clk.Add(time.Duration(rng.IntN(40)) * time.Minute) // some expire
+				default:
+					// Empty the queue, so that its slots start over.
+					for {
+						ms, _ := q.Get(ctx, 32, time.Minute)
+						if len(ms) == 0 {
+							break
+						}
+						for _, m := range ms {
+							q.Delete(ctx, m.ID, m.PopReceipt)
+						}
+					}
+					held[name] = nil
+				}
+			}
+			// A checkpoint as the checkpointer writes one, with the
+			// changes running between its records.
+			d := s.dur
+			if err := d.log.Prepare(); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			gen, base, err := d.log.Rotate()
+			var qs []*Queue
+			s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
+			nextQID := s.nextQID
+			s.mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cw, err := d.log.CreateCheckpoint(gen, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := copyState(&mutatingSink{cw, change}, qs, nextQID, d.log.LastLSN); err != nil {
+				t.Fatal(err)
+			}
+			if err := cw.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 50; i++ {
+				change()
+			}
+			want := dump(t, s)
+			crash(t, s)
+			s2, err := Open(testDir, withFS(mem), WithClock(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Close()
+			if st, _ := s2.DurableState(); st.Recovery.Checkpoint == "" {
+				t.Fatal("recovery did not use the checkpoint")
+			}
+			if got := dump(t, s2); got != want {
+				t.Fatalf("after %d changes during the checkpoint, recovery gives\n%.2000s\nwant\n%.2000s", step, got, want)
+			}
+		})
+	}
+}
+
+// failingCheckpoints is a file system on which creating a checkpoint
+// file fails while fail is set, counting the attempts.
+type failingCheckpoints struct {
+	mu       sync.Mutex
+	fail     bool
+	attempts int
+}
+
+func (f *failingCheckpoints) hook(op vfs.Op) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if op.Kind == vfs.OpCreate && strings.Contains(op.Name, "ckpt-") {
+		f.attempts++
+		if f.fail {
+			return errInjected
+		}
+	}
+	return nil
+}
+
+func (f *failingCheckpoints) set(fail bool) (attempts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail = fail
+	return f.attempts
+}
+
+// TestFailedCheckpointIsReportedAndRetried: a checkpoint that fails is
+// reported by DurableState and the logger, and operations go on; the
+// checkpointer does not try again on every operation that grows the log,
+// only after its back-off or when asked; once the disk works again a
+// checkpoint succeeds and the report clears.
+func TestFailedCheckpointIsReportedAndRetried(t *testing.T) {
+	f := &failingCheckpoints{fail: true}
+	var logged safeBuffer
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := Open(testDir, withFS(vfs.Inject(vfs.NewMem(), f.hook)), WithCheckpointBytes(2<<10),
+		withCheckpointBackoff(time.Hour), WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	q, _, _ := s.CreateQueue(ctx, "queue", nil)
+	// Enough for the log to pass the threshold many times over.
+	for i := 0; i < 1000; i++ {
+		if _, err := q.Put(ctx, strings.Repeat("x", 100), nil); err != nil {
+			t.Fatalf("Put while checkpoints fail: %v", err)
+		}
+	}
+	// The first attempt runs on its own goroutine: ask for another, which
+	// queues behind it, and see both fail.
+	if err := s.Checkpoint(ctx); !errors.Is(err, errInjected) {
+		t.Fatalf("Checkpoint on a failing disk: %v, want the injected error", err)
+	}
+	st, _ := s.DurableState()
+	if !errors.Is(st.CheckpointErr, errInjected) || st.FailedCheckpoints != 2 || st.Checkpoints != 0 {
+		t.Fatalf("DurableState after two failures: error %v, %d failed, %d written; want the injected error, 2, 0",
+			st.CheckpointErr, st.FailedCheckpoints, st.Checkpoints)
+	}
+	if st.LogBytes < 100*1000 {
+		t.Fatalf("LogBytes %d after 1,000 Puts of 100 bytes with no checkpoint", st.LogBytes)
+	}
+	if !strings.Contains(logged.String(), "checkpoint failed") {
+		t.Fatalf("the logger did not report the failed checkpoint:\n%s", logged.String())
+	}
+	// More growth, and no new attempt: the back-off (an hour) holds.
+	for i := 0; i < 300; i++ {
+		q.Put(ctx, strings.Repeat("x", 100), nil)
+	}
+	if attempts := f.set(false); attempts != 2 {
+		t.Fatalf("%d attempts at a checkpoint, want 2: the checkpointer retried on operations", attempts)
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatalf("Checkpoint once the disk works: %v", err)
+	}
+	st, _ = s.DurableState()
+	if st.CheckpointErr != nil || st.FailedCheckpoints != 0 || st.Checkpoints != 1 || st.LastCheckpoint.IsZero() {
+		t.Fatalf("DurableState after a checkpoint: %+v", st)
+	}
+	if st.LogBytes > 64<<10 {
+		t.Fatalf("LogBytes %d right after a checkpoint", st.LogBytes)
+	}
+}
+
+// TestFailedCheckpointIsRetriedAfterBackoff waits on the real clock (an
+// integration test of the back-off timer) for a failing checkpoint to be
+// tried again with no operation to prompt it.
+func TestFailedCheckpointIsRetriedAfterBackoff(t *testing.T) {
+	f := &failingCheckpoints{fail: true}
+	s, err := Open(testDir, withFS(vfs.Inject(vfs.NewMem(), f.hook)), WithCheckpointBytes(1<<10), withCheckpointBackoff(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	q, _, _ := s.CreateQueue(ctx, "queue", nil)
+	for i := 0; i < 20; i++ {
+		q.Put(ctx, strings.Repeat("x", 100), nil)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := s.DurableState()
+		if st.FailedCheckpoints >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d failed attempts after 10 s with a 1 ms back-off", st.FailedCheckpoints)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.set(false)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		if st, _ := s.DurableState(); st.Checkpoints > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint 10 s after the disk recovered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// safeBuffer is a bytes.Buffer for a logger that goroutines share.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *safeBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *safeBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestDurableStateOfAnInMemoryService(t *testing.T) {
+	s := NewService()
+	if _, ok := s.DurableState(); ok {
+		t.Fatal("an in-memory Service reports a durable state")
+	}
+	if err := s.Checkpoint(context.Background()); err != nil {
+		t.Fatalf("Checkpoint of an in-memory Service: %v", err)
+	}
+}
+
+// TestCloseStopsTheCheckpointer: Close waits for the Service's goroutine.
+func TestCloseStopsTheCheckpointer(t *testing.T) {
+	s, err := Open(testDir, withFS(vfs.NewMem()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := s.dur.done
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	default:
+		t.Fatal("the checkpointer still runs after Close")
+	}
+	if err := s.Checkpoint(context.Background()); !errors.Is(err, ErrQueueNotFound) {
+		t.Fatalf("Checkpoint after Close: %v, want the closed Service's error", err)
+	}
+}
+
+func TestRestoreDir(t *testing.T) {
+	ctx := context.Background()
+	src := NewService()
+	a, _, _ := src.CreateQueue(ctx, "alpha", map[string]string{"k": "v"})
+	for i := 0; i < 100; i++ {
+		a.Put(ctx, fmt.Sprint("m", i), nil)
+	}
+	got, _ := a.Get(ctx, 10, time.Minute)
+	var backup bytes.Buffer
+	if err := src.Backup(ctx, &backup); err != nil {
+		t.Fatal(err)
+	}
+	mem := vfs.NewMem()
+	if err := restoreDir(testDir, bytes.NewReader(backup.Bytes()), mem); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(testDir, withFS(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x, y := dump(t, src), dump(t, s); x != y {
+		t.Fatalf("restored into a directory:\n%.500s\nwant\n%.500s", y, x)
+	}
+	ra, _ := s.Queue("alpha")
+	if err := ra.Delete(ctx, got[3].ID, got[3].PopReceipt); err != nil {
+		t.Fatalf("Delete with a receipt from before the backup: %v", err)
+	}
+	ra.Put(ctx, "after", nil)
+	s.Close()
+	if err := restoreDir(testDir, bytes.NewReader(backup.Bytes()), mem); err == nil {
+		t.Fatal("RestoreDir over a directory with a log succeeded")
+	}
+	damaged := bytes.Clone(backup.Bytes())
+	damaged[len(damaged)/2] ^= 1
+	other := vfs.NewMem()
+	var ce *CorruptError
+	if err := restoreDir(testDir, bytes.NewReader(damaged), other); !errors.As(err, &ce) {
+		t.Fatalf("RestoreDir of a damaged backup: %v, want a *CorruptError", err)
+	}
+	if _, err := other.List(testDir); err == nil {
+		t.Fatal("RestoreDir of a damaged backup wrote the directory")
+	}
+}

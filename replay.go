@@ -36,7 +36,10 @@ import (
 // increment), applying one is independent of the parts it does not touch.
 // A queue that the checkpoint lacks, numbered below the checkpoint's next
 // queue number, was deleted before its turn to be copied: its records are
-// skipped.
+// skipped. One deleted while it was being copied has the chunks not yet
+// copied marked as of the end of time (math.MaxUint64): their records are
+// skipped, and the queue's deletion, later than everything copied of it,
+// removes it.
 type replayer struct {
 	cfg     config
 	queues  map[uint64]*replayQueue

@@ -101,6 +101,7 @@ type Log struct {
 	timer     *time.Timer // the pending interval sync; nil if none
 	spare     []byte      // the buffer of the last write, for reuse
 	spareFr   [][2]int    // ... and its frames
+	work      []pending   // the last write's work, for reuse
 	stats     Stats
 }
 
@@ -251,8 +252,8 @@ func (l *Log) writeLocked(sync bool) {
 	l.rounds++
 	round := l.rounds
 	l.closeFrameLocked()
-	work := append(l.retiring, pending{seg: l.cur, buf: l.buf, frames: l.frames, upto: l.appended})
-	l.retiring = nil
+	work := append(append(l.work[:0], l.retiring...), pending{seg: l.cur, buf: l.buf, frames: l.frames, upto: l.appended})
+	l.retiring = l.retiring[:0]
 	for i := range work {
 		work[i].off, work[i].alloc = work[i].seg.size, work[i].seg.alloc
 	}
@@ -287,6 +288,7 @@ func (l *Log) writeLocked(sync bool) {
 
 	l.mu.Lock()
 	l.busy = false
+	l.work = work
 	last := &work[len(work)-1]
 	l.spare, l.spareFr = last.buf[:0], last.frames[:0]
 	l.stats.Writes++

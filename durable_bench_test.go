@@ -323,11 +323,11 @@ func BenchmarkDurableStall(b *testing.B) {
 	preload(b, dir, held, false)
 	for _, ckpt := range []bool{false, true} {
 		b.Run(fmt.Sprintf("checkpoints=%v", ckpt), func(b *testing.B) {
-			// About four checkpoints' worth of log: each cycle logs three
-			// records of about 75 bytes.
+			// About five checkpoints' worth of log: each cycle logs about
+			// 125 bytes (a Put of 80, a Get of 30, a Delete of 15).
 			threshold := int64(1 << 40)
 			if ckpt {
-				threshold = max(int64(b.N)*3*75/4, 64<<10)
+				threshold = max(int64(b.N)*125/5, 64<<10)
 			}
 			s, err := Open(dir, WithCheckpointBytes(threshold))
 			if err != nil {

@@ -345,7 +345,7 @@ func (q *request) setServiceProperties() error {
 	q.acct.mu.Lock()
 	next, err := applyServiceProperties(b.b, q.acct.props)
 	if err == nil {
-		q.acct.props = next
+		err = q.acct.setProperties(next)
 	}
 	q.acct.mu.Unlock()
 	if err != nil {

@@ -49,6 +49,14 @@ type Options struct {
 	// it (durable ones from azq.Open, say) instead of a new in-memory
 	// Service; the Server closes them on Close.
 	Services map[string]*azq.Service
+	// SaveProperties, if set, keeps an account's service properties (CORS,
+	// logging and metrics settings) across restarts: it is called with
+	// the account's name and the properties, as the document Get Queue
+	// Service Properties answers with, whenever Set Queue Service
+	// Properties or Reset changes them, before the change takes effect.
+	// If it fails, the change is not made and the request fails with 500
+	// InternalError. LoadProperties restores what it saved.
+	SaveProperties func(account string, doc []byte) error
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
@@ -79,6 +87,7 @@ type accountState struct {
 
 	mu    sync.RWMutex
 	props serviceProperties
+	save  func(doc []byte) error // Options.SaveProperties for this account; nil if none
 }
 
 // New returns a Server for the accounts in opts.
@@ -107,9 +116,45 @@ func New(opts Options) *Server {
 		if svc == nil {
 			svc = azq.NewService(azq.WithClock(c))
 		}
-		s.accounts[a.Name] = &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		st := &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		if save := opts.SaveProperties; save != nil {
+			name := a.Name
+			st.save = func(doc []byte) error { return save(name, doc) }
+		}
+		s.accounts[a.Name] = st
 	}
 	return s
+}
+
+// LoadProperties sets the service properties of the named account from
+// doc, a StorageServiceProperties document as Options.SaveProperties
+// received it (or a Set Queue Service Properties body), for restoring
+// them before the Server serves. It does not call SaveProperties.
+func (s *Server) LoadProperties(account string, doc []byte) error {
+	a, ok := s.accounts[account]
+	if !ok {
+		return fmt.Errorf("server: no account %q", account)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, err := applyServiceProperties(doc, defaultServiceProperties())
+	if err != nil {
+		return fmt.Errorf("server: the service properties of %s: %w", account, err)
+	}
+	a.props = p
+	return nil
+}
+
+// setProperties makes p the account's service properties, saving them
+// first if the Server saves them. a.mu must be held.
+func (a *accountState) setProperties(p serviceProperties) error {
+	if a.save != nil {
+		if err := a.save(p.appendXML(nil)); err != nil {
+			return fmt.Errorf("saving the service properties of %s: %w", a.acct.Name, err)
+		}
+	}
+	a.props = p
+	return nil
 }
 
 // Service returns the azq.Service behind the named account, or nil if the
@@ -145,8 +190,11 @@ func (s *Server) Reset(ctx context.Context) error {
 			}
 		}
 		a.mu.Lock()
-		a.props = defaultServiceProperties()
+		err := a.setProperties(defaultServiceProperties())
 		a.mu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/server"
 )
 
@@ -20,12 +22,48 @@ type adminHandler struct {
 	ctl     *clockControl // nil when clock control is off
 	web     http.Handler  // nil when the web page is off
 	version string
+	// storage is each durable account's storage, by name; empty without
+	// -data.
+	storage map[string]storageState
+}
+
+// storageState is what the health check asks of a durable azq.Service.
+type storageState interface {
+	DurableState() (azq.DurableState, bool)
+}
+
+// storageStates returns the durable Services as the health check sees
+// them.
+func storageStates(services map[string]*azq.Service) map[string]storageState {
+	m := make(map[string]storageState, len(services))
+	for name, s := range services {
+		m[name] = s
+	}
+	return m
 }
 
 type healthReply struct {
 	Status       string `json:"status"`
+	Reason       string `json:"reason,omitempty"`
 	Version      string `json:"version"`
 	ClockControl bool   `json:"clock_control"`
+}
+
+// storageFailure returns why the storage of an account failed, or "" if
+// none did. A durable Service that failed refuses every request (500)
+// until azqd restarts, so the health check must say so.
+func (h *adminHandler) storageFailure() string {
+	names := make([]string, 0, len(h.storage))
+	for name := range h.storage {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if st, ok := h.storage[name].DurableState(); ok && st.Failure != nil {
+			return "account " + name + ": " + st.Failure.Error()
+		}
+	}
+	return ""
 }
 
 type statusReply struct {
@@ -36,6 +74,10 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch p := r.URL.Path; {
 	case p == "/_azq/health":
 		if !allowMethod(w, r, http.MethodGet) {
+			return
+		}
+		if reason := h.storageFailure(); reason != "" {
+			writeJSON(w, http.StatusServiceUnavailable, healthReply{Status: "unavailable", Reason: reason, Version: h.version, ClockControl: h.ctl != nil})
 			return
 		}
 		writeJSON(w, http.StatusOK, healthReply{Status: "ok", Version: h.version, ClockControl: h.ctl != nil})

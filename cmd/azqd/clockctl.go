@@ -28,6 +28,11 @@ type clockControl struct {
 // endpoints refuse to move the clock past it rather than let time wrap.
 var maxClockTime = time.Unix(0, math.MaxInt64).UTC()
 
+// minClockTime is the first instant a Unix-nanosecond time holds,
+// 1677-09-21T00:12:43.145224192Z. The endpoints only move the clock
+// forward, so only a saved clock (-data) can be before it.
+var minClockTime = time.Unix(0, math.MinInt64).UTC()
+
 type clockReply struct {
 	Now time.Time `json:"now"`
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +17,12 @@ import (
 
 // openData opens a durable azq.Service for each account under
 // cfg.dataDir (one directory per account) and reports what it recovered
-// on stdout. With -clock-control, the mock clock resumes at the time it
-// was saved at, before the Services open, so that expiry is judged at the
-// emulator's time, and is saved again after every move. Without -data it
-// returns nil: every account is in memory.
-func openData(cfg *config, ctl *clockControl, stdout io.Writer) (map[string]*azq.Service, error) {
+// on stdout; the Services log to log (failed checkpoints among it). With
+// -clock-control, the mock clock resumes at the time it was saved at,
+// before the Services open, so that expiry is judged at the emulator's
+// time, and is saved again after every move. Without -data it returns
+// nil: every account is in memory.
+func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger) (map[string]*azq.Service, error) {
 	if cfg.dataDir == "" {
 		return nil, nil
 	}
@@ -34,6 +36,12 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer) (map[string]*azq
 			t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", clockFile, err)
+			}
+			// The same bounds as the clock endpoints: azq's times are
+			// Unix nanoseconds.
+			if t.After(maxClockTime) || t.Before(minClockTime) {
+				return nil, fmt.Errorf("%s: %s is outside the times azq represents, %s to %s", clockFile,
+					t.UTC().Format(time.RFC3339Nano), minClockTime.Format(time.RFC3339Nano), maxClockTime.Format(time.RFC3339Nano))
 			}
 			// The saved time, even if the real clock is later: the
 			// emulator's time stands still between runs as within one.
@@ -55,7 +63,7 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer) (map[string]*azq
 	}
 	services := map[string]*azq.Service{}
 	for _, a := range accounts {
-		var opts []azq.DurableOption
+		opts := []azq.DurableOption{azq.WithLogger(log.With("account", a.Name))}
 		if clk != nil {
 			opts = append(opts, azq.WithClock(clk))
 		}
@@ -71,6 +79,55 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer) (map[string]*azq
 			a.Name, st.Recovery.Queues, st.Recovery.Messages, dir, st.Recovery.Duration.Round(time.Microsecond))
 	}
 	return services, nil
+}
+
+// storageLogger is the log of the durable Services: the request log if
+// there is one, else warnings and errors on stderr, so that a failed
+// checkpoint or a storage failure is always reported.
+func storageLogger(requests *slog.Logger, stderr io.Writer) *slog.Logger {
+	if requests != nil {
+		return requests
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// propertiesFile is where -data keeps an account's service properties
+// (CORS, logging and metrics settings): beside its directory, out of the
+// durable Service's.
+func propertiesFile(dataDir, account string) string {
+	return filepath.Join(dataDir, account+".properties.xml")
+}
+
+// saveProperties returns the server's Options.SaveProperties for -data,
+// or nil without it.
+func saveProperties(cfg *config) func(account string, doc []byte) error {
+	if cfg.dataDir == "" {
+		return nil
+	}
+	return func(account string, doc []byte) error {
+		return writeFileSynced(propertiesFile(cfg.dataDir, account), doc)
+	}
+}
+
+// loadProperties restores the service properties -data saved, if any.
+func loadProperties(cfg *config, api *server.Server, accounts []server.Account) error {
+	if cfg.dataDir == "" {
+		return nil
+	}
+	for _, a := range accounts {
+		name := propertiesFile(cfg.dataDir, a.Name)
+		doc, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = api.LoadProperties(a.Name, doc)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // closeAll closes services opened before a later step of start-up failed.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,7 +31,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 	}
 	ctl := newCtl()
 	var out bytes.Buffer
-	services, err := openData(cfg, ctl, &out)
+	services, err := openData(cfg, ctl, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 
 	ctl = newCtl()
 	out.Reset()
-	services, err = openData(cfg, ctl, &out)
+	services, err = openData(cfg, ctl, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,8 +74,11 @@
 //		and survives a crash. Start-up replays the directory and reports
 //		how many queues and messages it recovered and how long that took;
 //		a graceful shutdown writes a checkpoint so the next start-up is
-//		quick. With -clock-control the clock's time is kept there too
-//		and resumes where it stood.
+//		quick. Each account's service properties (CORS, logging and
+//		metrics settings) are kept in dir/ACCOUNT.properties.xml. With
+//		-clock-control the clock's time is kept there too and resumes
+//		where it stood. A failed checkpoint or a storage failure is
+//		logged (on standard error even with -log-level off).
 //	-read-timeout duration
 //		How long a client may take to send a whole request, headers and
 //		body (default 30s; the headers get at most 10s of it). A slow or
@@ -98,7 +101,11 @@
 //
 // GET /_azq/health answers {"status":"ok","version":…,"clock_control":…}
 // once azqd serves, for readiness checks in scripts and containers; it is
-// always on and takes no credentials.
+// always on and takes no credentials. With -data, once an account's
+// storage has failed (a write or sync of its log failed, after which it
+// refuses every request until azqd restarts) it answers 503 with
+// {"status":"unavailable","reason":…}, so that a container's health check
+// restarts azqd.
 //
 // With -log-level, each request is logged once, with its operation,
 // account, queue, status, Azure error code, duration, x-ms-version and

@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctl = &clockControl{clk: mock}
 	}
 
-	services, err := openData(cfg, ctl, stdout)
+	services, err := openData(cfg, ctl, stdout, storageLogger(logger, stderr))
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		StrictVersion:  cfg.strictVersion,
 		Logger:         logger,
 		OAuth:          oauth,
+		SaveProperties: saveProperties(cfg),
 	})
+	if err := loadProperties(cfg, api, cfg.accounts); err != nil {
+		ln.Close()
+		refused.close()
+		api.Close()
+		return err
+	}
 	var web http.Handler
 	if cfg.ui {
 		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix}
@@ -140,7 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		web = ui.New(uiOpts)
 	}
 	hs := &http.Server{
-		Handler:   newHandler(api, &adminHandler{api: api, ctl: ctl, web: web, version: buildVersion()}),
+		Handler:   newHandler(api, &adminHandler{api: api, ctl: ctl, web: web, version: buildVersion(), storage: storageStates(services)}),
 		TLSConfig: tlsConfig,
 		// Slow and idle clients must not hold connections: a request
 		// (headers and body) has -read-timeout to arrive, its headers at

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+)
+
+// fixedState is a storageState that reports the failure it holds.
+type fixedState struct{ failure error }
+
+func (f fixedState) DurableState() (azq.DurableState, bool) {
+	return azq.DurableState{Failure: f.failure}, true
+}
+
+// TestHealthReportsStorageFailure: once an account's durable storage has
+// failed, every request to it gets 500 until azqd restarts, so the health
+// check answers 503 with the reason, for a container's health check to
+// act on.
+func TestHealthReportsStorageFailure(t *testing.T) {
+	failed := errors.New("azq: durable storage failed, so the service refuses further changes: wal: sync wal-0000000000000001: input/output error (InternalError)")
+	for _, tc := range []struct {
+		name    string
+		storage map[string]storageState
+		status  int
+		reason  string
+	}{
+		{"in memory", nil, http.StatusOK, ""},
+		{"healthy", map[string]storageState{"acct1": fixedState{}}, http.StatusOK, ""},
+		{"failed", map[string]storageState{"acct1": fixedState{}, "acct2": fixedState{failed}}, http.StatusServiceUnavailable, "account acct2: " + failed.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &adminHandler{version: "test", storage: tc.storage}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/_azq/health", nil))
+			var reply healthReply
+			if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Code != tc.status || reply.Reason != tc.reason {
+				t.Fatalf("health: %d %+v, want %d with reason %q", rec.Code, reply, tc.status, tc.reason)
+			}
+		})
+	}
+}
+
+// TestHealthOfARealDurableService asks a running azqd -data for its health.
+func TestHealthOfARealDurableService(t *testing.T) {
+	d := start(t, "-data", t.TempDir())
+	var h healthReply
+	adminCall(t, "GET", d.base+"/_azq/health", 200, &h)
+	if h.Status != "ok" || h.Reason != "" {
+		t.Fatalf("health of a working durable azqd: %+v", h)
+	}
+}
+
+// TestDataKeepsServiceProperties sets the service properties of an azqd
+// with -data, restarts it, and gets them back.
+func TestDataKeepsServiceProperties(t *testing.T) {
+	dir := t.TempDir()
+	props := `<StorageServiceProperties><Logging><Version>1.0</Version><Read>true</Read><Write>false</Write><Delete>true</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging>` +
+		`<Cors><CorsRule><AllowedOrigins>https://app.example</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>5</MaxAgeInSeconds><ExposedHeaders></ExposedHeaders><AllowedHeaders></AllowedHeaders></CorsRule></Cors></StorageServiceProperties>`
+	call := func(d *daemon, method string, body io.Reader, want int) string {
+		t.Helper()
+		req, err := http.NewRequest(method, d.base+"/devstoreaccount1/?restype=service&comp=properties", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s properties: %s %s", method, resp.Status, b)
+		}
+		return string(b)
+	}
+	d := start(t, "-data", dir, "-allow-anonymous")
+	call(d, http.MethodPut, strings.NewReader(props), http.StatusAccepted)
+	want := call(d, http.MethodGet, nil, http.StatusOK)
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(propertiesFile(dir, "devstoreaccount1")); err != nil {
+		t.Fatalf("no properties file: %v", err)
+	}
+	d = start(t, "-data", dir, "-allow-anonymous")
+	if got := call(d, http.MethodGet, nil, http.StatusOK); got != want {
+		t.Fatalf("after a restart the properties are\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestDataRefusesAClockPastItsBounds: a saved mock-clock time that azq
+// cannot represent (past 2262, or before 1677) is refused at start-up, as
+// the clock endpoints refuse to move there.
+func TestDataRefusesAClockPastItsBounds(t *testing.T) {
+	for _, saved := range []string{"2262-04-12T00:00:00Z", "1600-01-01T00:00:00Z"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "clock"), []byte(saved+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := parseFlags([]string{"-data", dir, "-clock-control"}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		services, err := openData(cfg, &clockControl{clk: clock.NewMock()}, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err == nil {
+			closeAll(services)
+			t.Fatalf("a saved clock at %s was accepted", saved)
+		}
+		if !strings.Contains(err.Error(), "outside the times azq represents") {
+			t.Fatalf("saved clock %s: %v", saved, err)
+		}
+	}
+}
+
+// TestDataLogsToTheStorageLogger: the durable Services of -data log to
+// the logger openData is given, where a failed checkpoint would appear.
+func TestDataLogsToTheStorageLogger(t *testing.T) {
+	cfg, err := parseFlags([]string{"-data", t.TempDir()}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	services, err := openData(cfg, nil, io.Discard, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAll(services)
+	if !strings.Contains(log.String(), "azq: recovered") || !strings.Contains(log.String(), "account=devstoreaccount1") {
+		t.Fatalf("the storage log holds %q", log.String())
+	}
+	// Without a request log, warnings and errors still go to stderr.
+	var stderr bytes.Buffer
+	l := storageLogger(nil, &stderr)
+	l.Info("quiet")
+	l.Error("checkpoint failed")
+	if s := stderr.String(); strings.Contains(s, "quiet") || !strings.Contains(s, "checkpoint failed") {
+		t.Fatalf("the default storage log wrote %q", s)
+	}
+}

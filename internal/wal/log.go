@@ -436,7 +436,7 @@ func (l *Log) ResetStats() {
 
 // Due is signalled (it never closes) when the current segment has grown
 // past Options.CheckpointBytes: a checkpoint would let recovery replay
-// less.
+// less. Rotate takes back a signal not yet received.
 func (l *Log) Due() <-chan struct{} { return l.due }
 
 // Bytes returns the bytes of the segments since the newest checkpoint:
@@ -524,6 +524,11 @@ func (l *Log) Rotate() (gen uint64, base LSN, err error) {
 	l.buf = appendFrame(l.spare[:0:0], kindHeader, headerPayload(segmentMagic, l.cur.gen, l.appended))
 	l.frames = nil
 	l.segs = append(l.segs, l.cur)
+	// A signal still pending was about the segment switched away from.
+	select {
+	case <-l.due:
+	default:
+	}
 	return l.cur.gen, l.appended, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/azqlib/azq/internal/vfs"
@@ -308,4 +310,40 @@ func TestReplayErrorIsCorruption(t *testing.T) {
 		return nil
 	}})
 	wantCorrupt(t, err, SegmentName(dir, 1), int64(off))
+}
+
+// TestLegacyFormatIsRefused: a directory written by azq before this
+// format (records framed one by one, snapshots named snap-N) is refused
+// with an error that says so, not read as a torn tail and opened empty.
+func TestLegacyFormatIsRefused(t *testing.T) {
+	legacyFrame := func(p []byte) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(len(p)))
+		crc := crc32.Update(0, castagnoli, b)
+		crc = crc32.Update(crc, castagnoli, p)
+		return append(binary.LittleEndian.AppendUint32(b, crc), p...)
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string][]byte
+		file  string
+	}{
+		{"log", map[string][]byte{"wal-0000000000000001": append(legacyFrame([]byte("\\x01\\x01queue\\x00")), make([]byte, 4096)...)}, "wal-0000000000000001"},
+		{"snapshot", map[string][]byte{"snap-0000000000000002": legacyFrame([]byte("azq-snapshot")), "wal-0000000000000002": nil}, "snap-0000000000000002"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			mustNil(t, fs.MkdirAll(dir))
+			for name, data := range tc.files {
+				f, err := fs.Create(dir + "/" + name)
+				mustNil(t, err)
+				f.WriteAt(data, 0)
+				f.Close()
+			}
+			_, _, err := Open(dir, Options{FS: fs}, (&replayed{}).replay())
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.File != dir+"/"+tc.file || !strings.Contains(ce.Reason, "earlier version") {
+				t.Fatalf("Open of a directory in the earlier format: %v", err)
+			}
+		})
+	}
 }

@@ -1,9 +1,12 @@
 package wal
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/azqlib/azq/internal/vfs"
 )
@@ -90,6 +93,8 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 			segs = append(segs, g)
 		} else if g, ok := parseGen(n, checkpointPrefix); ok {
 			ckpts = append(ckpts, g)
+		} else if strings.HasPrefix(n, "snap-") {
+			return Recovery{}, errLegacy(filepath.Join(dir, n))
 		} else if isTemporary(n) {
 			// A checkpoint whose writing a crash interrupted.
 			if err := fs.Remove(filepath.Join(dir, n)); err != nil {
@@ -323,6 +328,9 @@ func scanSegment(name string, gen uint64, data []byte, running *LSN, noCheckpoin
 	if off == len(data) || allZero(data[off:]) {
 		return s, nil
 	}
+	if off == 0 && isLegacyFrame(data) {
+		return s, errLegacy(name)
+	}
 	_, _, bad := frameAt(data, off)
 	if v := validFrameFrom(data, off+frameHeaderSize); v >= 0 {
 		return s, corrupt(fmt.Sprintf("%s, and a valid frame follows at offset %d", bad, v))
@@ -375,4 +383,26 @@ func (l *Log) moveAside(name string, data []byte, end int, rec *Recovery) error 
 	}
 	rec.TornFile, rec.TornBytes = aside, int64(len(tail))
 	return nil
+}
+
+// errLegacy reports a file of the format azq wrote before this package's
+// first: records framed one by one, and snapshots named snap-N.
+func errLegacy(name string) error {
+	return &CorruptError{File: name, Offset: 0, Reason: "written by an earlier version of azq, whose format this one does not read"}
+}
+
+// isLegacyFrame reports whether data starts with a frame of that format:
+// a payload length below 16 MiB and a CRC-32C of the length and the
+// payload, with no frame kind.
+func isLegacyFrame(data []byte) bool {
+	if len(data) < frameHeaderSize {
+		return false
+	}
+	n := int(binary.LittleEndian.Uint32(data))
+	if n == 0 || n > MaxPayload || frameHeaderSize+n > len(data) {
+		return false
+	}
+	crc := crc32.Update(0, castagnoli, data[:4])
+	crc = crc32.Update(crc, castagnoli, data[frameHeaderSize:frameHeaderSize+n])
+	return crc == binary.LittleEndian.Uint32(data[4:])
 }

@@ -20,3 +20,23 @@ func datasync(f *os.File) error {
 		}
 	}
 }
+
+// The flags of sync_file_range(2).
+const (
+	syncFileRangeWaitBefore = 1
+	syncFileRangeWrite      = 2
+	syncFileRangeWaitAfter  = 4
+)
+
+// WriteBack writes back the dirty pages of the range and waits for them.
+func (f osFile) WriteBack(off, n int64) error {
+	for {
+		err := syscall.SyncFileRange(int(f.Fd()), off, n, syncFileRangeWaitBefore|syncFileRangeWrite|syncFileRangeWaitAfter)
+		if err != syscall.EINTR {
+			if err != nil {
+				return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}

@@ -50,6 +50,15 @@ type File interface {
 	Close() error
 }
 
+// RangeWriter is implemented by a File that can write back a range of
+// its dirty pages and wait for that (sync_file_range on Linux). It makes
+// nothing durable, the disk's cache and the file's metadata aside, but
+// lets a large file reach the disk in steps instead of in one burst at
+// its final sync, which every other sync on the disk would queue behind.
+type RangeWriter interface {
+	WriteBack(off, n int64) error
+}
+
 // ErrLocked is the error of Lock while the directory is locked.
 var ErrLocked = errors.New("locked: another process, or another Service of this one, has the directory open")
 

@@ -862,16 +862,16 @@ func TestRawListClampsMaxResults(t *testing.T) {
 }
 
 // TestRawServicePropertiesOrder: Get Queue Service Properties writes the
-// Logging settings in the documented order (Version, Delete, Read, Write,
-// RetentionPolicy), as the service does.
+// Logging settings in the order Azure's answers have them (Version, Read,
+// Write, Delete, RetentionPolicy), whatever order they were set in.
 func TestRawServicePropertiesOrder(t *testing.T) {
 	e := newRawEnv(t, server.Options{})
-	set := `<StorageServiceProperties><Logging><Version>1.0</Version><Read>true</Read><Write>false</Write><Delete>true</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging></StorageServiceProperties>`
+	set := `<StorageServiceProperties><Logging><Version>1.0</Version><Delete>true</Delete><Read>true</Read><Write>false</Write><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging></StorageServiceProperties>`
 	if r := e.do(t, "PUT", acct+"/?restype=service&comp=properties", "", strings.NewReader(set), nil); r.status != 202 {
 		t.Fatalf("set properties: %d %s", r.status, r.body)
 	}
 	r := e.do(t, "GET", acct+"/?restype=service&comp=properties", "", nil, nil)
-	want := `<StorageServiceProperties><Logging><Version>1.0</Version><Delete>true</Delete><Read>true</Read><Write>false</Write><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging><HourMetrics>`
+	want := `<StorageServiceProperties><Logging><Version>1.0</Version><Read>true</Read><Write>false</Write><Delete>true</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging><HourMetrics>`
 	if r.status != 200 || !strings.Contains(r.body, want) {
 		t.Fatalf("get properties: %d %s", r.status, r.body)
 	}

@@ -164,6 +164,12 @@ func appendErrorXML(b []byte, e *azq.Error, reqID string, now time.Time) []byte 
 		}
 		b = append(b, '<')
 		b = append(b, name...)
+		if d.Value == "" {
+			// .NET's XmlWriter, which writes Azure's answers, writes an
+			// empty element so.
+			b = append(b, " />"...)
+			continue
+		}
 		b = append(b, '>')
 		b = appendEscaped(b, d.Value)
 		b = append(b, "</"...)
@@ -290,6 +296,17 @@ func outOfRange(name, value, min, max string) *azq.Error {
 func bodyTooLarge(limit int) *azq.Error {
 	return &azq.Error{Code: azq.CodeRequestBodyTooLarge, StatusCode: http.StatusRequestEntityTooLarge,
 		Details: []azq.Detail{{Name: "MaxLimit", Value: strconv.Itoa(limit)}}}
+}
+
+// xmlErrorAt is Azure's answer to an XML body it parsed and then refused:
+// the code with LineNumber, LinePosition and Reason, all three even when
+// zero or empty, as Azure sends them.
+func xmlErrorAt(code azq.ErrorCode, line, pos int, reason string) *azq.Error {
+	return &azq.Error{Code: code, StatusCode: http.StatusBadRequest, Details: []azq.Detail{
+		{Name: "LineNumber", Value: strconv.Itoa(line)},
+		{Name: "LinePosition", Value: strconv.Itoa(pos)},
+		{Name: "Reason", Value: reason},
+	}}
 }
 
 func xmlError(code azq.ErrorCode, line, pos int, reason string) *azq.Error {

@@ -125,6 +125,11 @@ func (q *request) fail(err error) {
 		return
 	}
 	e := failure(err)
+	q.answerError(e, errorMessage(e))
+}
+
+// answerError answers with e and the message msg.
+func (q *request) answerError(e *azq.Error, msg string) {
 	if q.now.IsZero() {
 		// No account yet (unknown account, malformed path): every
 		// account reads the server's clock, so take the time from it.
@@ -138,20 +143,20 @@ func (q *request) fail(err error) {
 		return
 	}
 	b := getBuf()
-	b.b = appendErrorXML(b.b, e, q.reqID, q.now)
+	b.b = appendErrorXML(b.b, e, msg, q.reqID, q.now)
 	q.writeXML(e.StatusCode, b.b)
 	putBuf(b)
 }
 
-// appendErrorXML appends Azure's Error document for e: its code, the
-// message Azure gives for it with the request ID and time, and its detail
-// elements.
-func appendErrorXML(b []byte, e *azq.Error, reqID string, now time.Time) []byte {
+// appendErrorXML appends Azure's Error document for e: its code, msg
+// (the message Azure gives for it) with the request ID and time, and its
+// detail elements.
+func appendErrorXML(b []byte, e *azq.Error, msg, reqID string, now time.Time) []byte {
 	b = append(b, xmlHeader...)
 	b = append(b, "<Error><Code>"...)
 	b = appendEscaped(b, string(e.Code))
 	b = append(b, "</Code><Message>"...)
-	b = appendEscaped(b, errorMessage(e))
+	b = appendEscaped(b, msg)
 	b = append(b, "\nRequestId:"...)
 	b = append(b, reqID...)
 	b = append(b, "\nTime:"...)
@@ -193,7 +198,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, e *azq.Error) {
 	if v := r.Header.Get("x-ms-version"); v != "" {
 		h["X-Ms-Version"] = []string{v}
 	}
-	body := appendErrorXML(nil, e, reqID, time.Now())
+	body := appendErrorXML(nil, e, errorMessage(e), reqID, time.Now())
 	h["Content-Type"] = xmlContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(e.StatusCode)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
+	azqmetrics "github.com/azqlib/azq/metrics"
 	"github.com/benbjohnson/clock"
 )
 
@@ -49,6 +51,18 @@ type Options struct {
 	// it (durable ones from azq.Open, say) instead of a new in-memory
 	// Service; the Server closes them on Close.
 	Services map[string]*azq.Service
+	// Faults, if set, decides for every request that reaches its
+	// operation (after authorization) whether it meets a fault: a delay,
+	// an Azure error answer, a failed connection, or its answer lost
+	// after it took effect; and throttles requests past its rates (see
+	// package faults). Give it the clock the server reads. Its rules and
+	// throttle may change while the server runs.
+	Faults *faults.Injector
+	// Observe, if set, is called once per request after it is answered,
+	// with the operation, account, status, outcome and duration; package
+	// metrics counts these for Prometheus. It must be safe for
+	// concurrent use and quick: it runs on the request's goroutine.
+	Observe func(azqmetrics.Observation)
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
@@ -66,6 +80,9 @@ type Server struct {
 	checkDateSkew bool
 
 	dateCache atomic.Pointer[cachedDate]
+
+	faults  *faults.Injector             // nil: no fault injection
+	observe func(azqmetrics.Observation) // nil: nothing observes
 }
 
 // accountState is one served account: its credentials, its queues and the
@@ -100,6 +117,8 @@ func New(opts Options) *Server {
 		clock:         c,
 		checkDateSkew: !mock,
 		oauth:         newBearerVerifier(opts.OAuth),
+		faults:        opts.Faults,
+		observe:       opts.Observe,
 	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
@@ -199,6 +218,7 @@ type request struct {
 	status  int
 	errCode string
 	wrote   bool
+	fault   faultState
 }
 
 // ServeHTTP serves one REST request.
@@ -206,10 +226,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum}
 	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
+		p := recover()
+		aborted := p == http.ErrAbortHandler
+		if p != nil && !aborted {
 			if s.log != nil {
 				s.log.Error("panic serving request", "request_id", q.reqID, "panic", fmt.Sprint(p))
 			}
@@ -217,8 +236,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				q.fail(errInternal())
 			}
 		}
-		if s.log != nil {
+		if s.log != nil && (!aborted || q.fault.network) {
 			q.logRequest(time.Since(start))
+		}
+		if s.observe != nil {
+			q.observe(time.Since(start), aborted)
+		}
+		if aborted {
+			panic(p)
 		}
 	}()
 	q.serve()
@@ -311,6 +336,9 @@ func (q *request) serve() {
 	}
 	if err := q.checkTimeout(); err != nil {
 		q.fail(err)
+		return
+	}
+	if q.s.faults != nil && q.injectFault() {
 		return
 	}
 	err := operations[q.op].serve(q)

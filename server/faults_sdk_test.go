@@ -33,11 +33,10 @@ func (a *attempts) Do(req *policy.Request) (*http.Response, error) {
 // MaxRetryDelay, TryTimeout and the retried statuses are the defaults.
 type faultEnv struct {
 	*env
-	inj      *faults.Injector
-	tries    *attempts
-	q        *azqueue.QueueClient
-	plain    *azqueue.QueueClient // no retries, to look without faults
-	rulesOut []faults.Rule
+	inj   *faults.Injector
+	tries *attempts
+	q     *azqueue.QueueClient
+	plain *azqueue.QueueClient // no retries, to look without faults
 }
 
 func newFaultEnv(t *testing.T, rules ...faults.Rule) *faultEnv {
@@ -52,7 +51,7 @@ func newFaultEnv(t *testing.T, rules ...faults.Rule) *faultEnv {
 	e.clk = mock
 	e.plain = e.queue(t, "jobs")
 	opts := &azqueue.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Retry:             policy.RetryOptions{RetryDelay: time.Millisecond},
+		Retry:            policy.RetryOptions{RetryDelay: time.Millisecond},
 		PerRetryPolicies: []policy.Policy{e.tries},
 	}}
 	e.q, err = azqueue.NewQueueClientWithSharedKeyCredential(e.endpoint+"/jobs", e.cred, opts)

@@ -73,10 +73,7 @@ func (q *request) injectFault() bool {
 	case "":
 		msg := d.Error.Message
 		if msg == "" {
-			msg = errorMessage(d.Error)
-		}
-		if msg == "" {
-			msg = http.StatusText(d.Error.StatusCode) + "."
+			msg = AzureMessage(d.Error.Code, d.Error.StatusCode)
 		}
 		q.answerError(d.Error, msg)
 	case faults.NetworkTruncate:
@@ -87,6 +84,16 @@ func (q *request) injectFault() bool {
 		q.dropConnection(d.Network == faults.NetworkReset)
 	}
 	return true
+}
+
+// AzureMessage returns the message the server answers an error code with:
+// Azure's message for the codes it knows, else the status's text. Code
+// that answers as azq's server does, in process, uses it.
+func AzureMessage(code azq.ErrorCode, status int) string {
+	if m := errorMessage(&azq.Error{Code: code, StatusCode: status}); m != "" {
+		return m
+	}
+	return http.StatusText(status) + "."
 }
 
 // capturedAnswer is an answer the client never received as it was.
@@ -128,6 +135,12 @@ func (q *request) runCaptured() *capturedAnswer {
 // reset, reset (TCP RST). Over HTTP/2, which has no connection of its own
 // per request, the stream is reset instead.
 func (q *request) dropConnection(reset bool) {
+	// The client may still be sending its body: read it first, so that
+	// it sees the connection end where it waits for the answer (EOF),
+	// not a failed write.
+	if q.r.Body != nil {
+		io.Copy(io.Discard, io.LimitReader(q.r.Body, maxRequestBody+1))
+	}
 	conn, _, err := http.NewResponseController(q.w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)

@@ -181,10 +181,13 @@ func TestFaultyQueueApplied(t *testing.T) {
 func TestFaultyQueueOperationNames(t *testing.T) {
 	ctx := context.Background()
 	for op, call := range map[string]func(*azqtest.FaultyQueue) error{
-		"PutMessage":       func(f *azqtest.FaultyQueue) error { _, err := f.Put(ctx, "x", nil); return err },
-		"GetMessages":      func(f *azqtest.FaultyQueue) error { _, err := f.Get(ctx, 1, time.Second); return err },
-		"PeekMessages":     func(f *azqtest.FaultyQueue) error { _, err := f.Peek(ctx, 1); return err },
-		"UpdateMessage":    func(f *azqtest.FaultyQueue) error { _, err := f.Update(ctx, azq.MessageID{}, azq.PopReceipt{}, 0, nil); return err },
+		"PutMessage":   func(f *azqtest.FaultyQueue) error { _, err := f.Put(ctx, "x", nil); return err },
+		"GetMessages":  func(f *azqtest.FaultyQueue) error { _, err := f.Get(ctx, 1, time.Second); return err },
+		"PeekMessages": func(f *azqtest.FaultyQueue) error { _, err := f.Peek(ctx, 1); return err },
+		"UpdateMessage": func(f *azqtest.FaultyQueue) error {
+			_, err := f.Update(ctx, azq.MessageID{}, azq.PopReceipt{}, 0, nil)
+			return err
+		},
 		"DeleteMessage":    func(f *azqtest.FaultyQueue) error { return f.Delete(ctx, azq.MessageID{}, azq.PopReceipt{}) },
 		"ClearMessages":    func(f *azqtest.FaultyQueue) error { return f.Clear(ctx) },
 		"GetQueueMetadata": func(f *azqtest.FaultyQueue) error { _, err := f.ApproximateCount(ctx); return err },

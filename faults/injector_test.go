@@ -201,3 +201,26 @@ func TestZeroInjectorDecidesNothing(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 }
+
+func TestDescriptions(t *testing.T) {
+	for _, tc := range []struct {
+		rule       Rule
+		when, then string
+	}{
+		{Rule{Then: Then{Error: CodeServerBusy, Reason: ReasonOperations}},
+			"every operation", "503 ServerBusy (Operations per second is over the account limit.)"},
+		{Rule{When: When{Operations: []string{"PutMessage", "GetMessages"}, Queue: "orders-*", Account: "acct", Every: 3, Probability: 0.1, Times: 2, After: time.Minute, For: time.Hour},
+			Then: Then{Applied: true, Network: NetworkReset, Delay: 20 * time.Millisecond, MaxDelay: 80 * time.Millisecond}},
+			"PutMessage, GetMessages on queues orders-* of account acct · every 3rd · 10% · at most 2 times · after 1m0s · for 1h0m0s",
+			"apply the operation, then wait 20ms–80ms, then reset the connection"},
+		{Rule{When: When{Queue: "jobs", Every: 12}, Then: Then{Network: NetworkTruncate}},
+			"every operation on queue jobs · every 12th", "apply the operation, then cut the answer off half way"},
+	} {
+		if got := tc.rule.When.String(); got != tc.when {
+			t.Errorf("When: %q, want %q", got, tc.when)
+		}
+		if got := tc.rule.Then.String(); got != tc.then {
+			t.Errorf("Then: %q, want %q", got, tc.then)
+		}
+	}
+}

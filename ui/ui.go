@@ -342,11 +342,15 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 func (h *handler) clear(w http.ResponseWriter, r *http.Request) {
 	_, q, missing := h.lookup(r)
 	if q == nil {
-		h.render(w, r, http.StatusNotFound, &page{Prefix: h.opts.Prefix, Error: missing})
+		p := h.newPage(r)
+		p.Error = missing
+		h.render(w, r, http.StatusNotFound, p)
 		return
 	}
 	if err := q.Clear(r.Context()); err != nil {
-		h.render(w, r, http.StatusConflict, &page{Prefix: h.opts.Prefix, Error: err.Error()})
+		p := h.newPage(r)
+		p.Error = err.Error()
+		h.render(w, r, http.StatusConflict, p)
 		return
 	}
 	h.back(w, r)

@@ -181,5 +181,54 @@
 // 2262-04-11T23:47:16.854775807Z, the last instant azq's clock holds (its
 // times are Unix nanoseconds). Without -clock-control the clock and
 // reset endpoints answer 404 and the emulator follows the real clock. The
-// web page of -ui, under /_azq/ui/, moves the same clock.
+// web page of -ui, under /_azq/ui/, moves the same clock through the same
+// code: the same bound applies, and with -data the move is saved.
+//
+// # Faults, throttling and metrics
+//
+// azqd can have Azure's bad days on demand (docs/faults.md):
+//
+//	-faults file
+//		Inject faults by the rules and throttle in this JSON file (package
+//		faults describes it): 503 ServerBusy, 500 InternalError or
+//		OperationTimedOut, connections closed, reset or cut off mid-answer,
+//		delays, and operations that take effect while their answer is lost.
+//		A file with an error stops start-up with the file and the field.
+//		Implies -fault-control.
+//	-fault-control
+//		Serve /_azq/faults, to read and change the rules while azqd runs:
+//
+//		GET    /_azq/faults            the rules, their hits, the throttle
+//		POST   /_azq/faults            add rules and set the throttle (the
+//		                               file's JSON without seed, sent as
+//		                               Content-Type: application/json)
+//		DELETE /_azq/faults            remove every rule and the throttle
+//		DELETE /_azq/faults?rule=NAME  remove one rule
+//	-metrics
+//		Serve Prometheus metrics at /metrics and /_azq/metrics (on by
+//		default; -metrics=false turns them off): requests by operation and
+//		outcome, latency, messages put and deleted, each queue's depth and
+//		oldest visible message's age, fault hits (docs/metrics.md). When an
+//		account is named "metrics", /metrics is its and the metrics are at
+//		/_azq/metrics only.
+//
+// # The admin surface
+//
+// The web view and the reset, clock and fault endpoints take no
+// credentials, so azqd guards them (the health check and the metrics,
+// which change nothing and show no message, are not guarded):
+//
+//   - A request must name as its Host an IP address, localhost (or a name
+//     under .localhost), the host name of -addr, or a name given with
+//     -allow-host (repeatable); any other Host gets 421, reads included,
+//     so that a page under its own name that resolves to 127.0.0.1 (DNS
+//     rebinding) cannot read messages or clear queues.
+//   - A request that changes state must come from azqd's own origin, by
+//     the Sec-Fetch-Site or Origin header browsers send, or carry a header
+//     no cross-site page can send without a CORS preflight (which azqd
+//     never grants); requests without browser metadata come from programs
+//     and are served. Another site's form or script gets 403.
+//   - When azqd listens beyond loopback, they answer clients on this
+//     machine only, unless -admin-remote is given; the start-up line says
+//     which.
 package main

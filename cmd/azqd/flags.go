@@ -42,6 +42,10 @@ type config struct {
 	// refused are Azurite's blob and table services, listened for and
 	// refused (--blobHost, --tableHost …; see azurite.go).
 	refused []refusedService
+
+	// admin is fault injection, metrics and the admin endpoints' reach
+	// (adminflags.go).
+	admin adminConfig
 }
 
 // accountsFlag collects repeated -account name:key values, merging the
@@ -140,6 +144,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 
 	fs.StringVar(&cfg.dataDir, "data", "", "keep queues and messages in `dir` across restarts (default: in memory only)")
+	adminFlags(fs, &cfg.admin)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -150,6 +155,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if err := az.apply(cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.admin.check(); err != nil {
 		return nil, err
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {

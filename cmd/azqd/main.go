@@ -21,6 +21,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 	"github.com/azqlib/azq/ui"
 )
@@ -104,6 +106,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctl = &clockControl{clk: mock}
 	}
 
+	var inj *faults.Injector
+	if cfg.admin.faultControl {
+		var fc faults.Config
+		if cfg.admin.faultsFile != "" {
+			if fc, err = faults.Load(cfg.admin.faultsFile); err != nil {
+				return fmt.Errorf("reading the fault rules: %w", err)
+			}
+		}
+		var fclk clock.Clock = clk
+		if fclk == nil {
+			fclk = clock.New()
+		}
+		if inj, err = faults.New(faults.Options{Config: fc, Clock: fclk}); err != nil {
+			return fmt.Errorf("the fault rules of %s: %w", cfg.admin.faultsFile, err)
+		}
+	}
+
 	services, err := openData(cfg, ctl, stdout)
 	if err != nil {
 		return err
@@ -119,6 +138,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
+	var rec *metrics.Recorder
+	var observe func(metrics.Observation)
+	if cfg.admin.metrics {
+		rec = metrics.NewRecorder()
+		observe = rec.Observe
+	}
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
 		Services:       services,
@@ -127,20 +152,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		StrictVersion:  cfg.strictVersion,
 		Logger:         logger,
 		OAuth:          oauth,
+		Faults:         inj,
+		Observe:        observe,
 	})
-	var web http.Handler
+	admin := &adminHandler{api: api, ctl: ctl, version: buildVersion(), guard: newAdminGuard(cfg)}
+	if inj != nil {
+		admin.faults = &faultControl{inj: inj}
+	}
+	if rec != nil {
+		for _, a := range cfg.accounts {
+			rec.WatchService(a.Name, api.Service(a.Name))
+		}
+		if inj != nil {
+			rec.WatchFaults(inj)
+		}
+		admin.metrics = rec.Handler()
+	}
 	if cfg.ui {
-		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix}
+		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix, Hosts: cfg.admin.allowHosts, Faults: inj}
 		for _, a := range cfg.accounts {
 			uiOpts.Accounts = append(uiOpts.Accounts, ui.Account{Name: a.Name, Service: api.Service(a.Name)})
 		}
 		if ctl != nil {
-			uiOpts.Advance = ctl.advance
+			uiOpts.Advance = ctl.advanceUI
 		}
-		web = ui.New(uiOpts)
+		admin.web = ui.New(uiOpts)
 	}
 	hs := &http.Server{
-		Handler:   newHandler(api, &adminHandler{api: api, ctl: ctl, web: web, version: buildVersion()}),
+		Handler:   newHandler(api, admin, servesMetricsAtRoot(cfg, rec)),
 		TLSConfig: tlsConfig,
 		// Slow and idle clients must not hold connections: a request
 		// (headers and body) has -read-timeout to arrive, its headers at
@@ -172,9 +211,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(notes, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
 			base, clk.Now().UTC().Format(time.RFC3339))
 	}
-	if web != nil {
+	if admin.web != nil {
 		fmt.Fprintf(stdout, "azqd: the queues are on view at %s%s/\n", base, uiPrefix)
 	}
+	announceAdmin(notes, stderr, cfg, base, ln.Addr(), inj, rec)
 	if cfg.allowAnonymous {
 		fmt.Fprintln(notes, "azqd: requests without credentials are allowed")
 	}
@@ -246,12 +286,17 @@ const (
 	writeAllowance   = 30 * time.Second
 )
 
-// newHandler routes /_azq/ to azqd's own endpoints and everything else to
-// the Azure Queue REST API.
-func newHandler(api, admin http.Handler) http.Handler {
+// newHandler routes /_azq/ to azqd's own endpoints, /metrics (when
+// metrics is not nil) to the metrics, and everything else to the Azure
+// Queue REST API.
+func newHandler(api, admin, metrics http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, adminPrefix) || r.URL.Path == strings.TrimSuffix(adminPrefix, "/") {
 			admin.ServeHTTP(w, r)
+			return
+		}
+		if metrics != nil && r.URL.Path == "/metrics" {
+			metrics.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)

@@ -30,7 +30,7 @@ func TestJavaScriptSDK(t *testing.T) {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("node or the JavaScript SDK is missing (%v); .ci/run installs them", err)
 		}
-		t.Skipf("node or the JavaScript SDK is missing (%v); run npm ci in %s", err, dir)
+		t.Skipf("node or the JavaScript SDK is missing (%v); from the repository's root, run: (cd server/testdata/jssdk && npm ci)", err)
 	}
 	srv := server.New(server.Options{})
 	hs := httptest.NewServer(srv)

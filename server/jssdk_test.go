@@ -48,7 +48,7 @@ func runJavaScript(t *testing.T, script, connectionString string) []byte {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("node or the JavaScript SDK is missing (%v); .ci/run installs them", err)
 		}
-		t.Skipf("node or the JavaScript SDK is missing (%v); run npm ci in %s", err, dir)
+		t.Skipf("node or the JavaScript SDK is missing (%v); from the repository's root, run: (cd server/testdata/jssdk && npm ci)", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

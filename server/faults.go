@@ -18,7 +18,9 @@ import (
 // Options.Observe is told about it. The request path calls in here only
 // when those options are set.
 
-// faultState is what the request path keeps of an injected fault.
+// faultState is what the request path keeps of an injected fault; the
+// request holds a pointer to it, set only when a fault fires, which keeps
+// the request within its allocation size class.
 type faultState struct {
 	// rule names the rule that failed the request, or faults.ThrottleRule.
 	rule string
@@ -56,14 +58,14 @@ func (q *request) injectFault() bool {
 	if d.Delay > 0 {
 		if faults.Sleep(q.r.Context(), d.Delay) != nil {
 			// The client went away while the answer was held back.
-			q.fault.network = true
+			q.fault = &faultState{network: true}
 			panic(http.ErrAbortHandler)
 		}
 	}
 	if !d.Fails() {
 		return false
 	}
-	q.fault.rule = d.Rule
+	q.fault = &faultState{rule: d.Rule}
 	var answer *capturedAnswer
 	if d.Applied {
 		answer = q.runCaptured()
@@ -201,6 +203,10 @@ func (q *request) cutAnswer(a *capturedAnswer) {
 	buf.Flush()
 }
 
+// droppedConnection reports whether an injected fault failed the
+// connection instead of answering.
+func (q *request) droppedConnection() bool { return q.fault != nil && q.fault.network }
+
 // observe tells Options.Observe about the answered request.
 func (q *request) observe(took time.Duration, aborted bool) {
 	o := azqmetrics.Observation{
@@ -208,8 +214,9 @@ func (q *request) observe(took time.Duration, aborted bool) {
 		Status:    q.status,
 		ErrorCode: q.errCode,
 		Duration:  took,
-		Applied:   q.fault.applied,
-		Fault:     q.fault.rule,
+	}
+	if f := q.fault; f != nil {
+		o.Applied, o.Fault = f.applied, f.rule
 	}
 	if q.acct != nil {
 		o.Account = q.acct.acct.Name
@@ -217,6 +224,6 @@ func (q *request) observe(took time.Duration, aborted bool) {
 			o.Queue = q.queue
 		}
 	}
-	o.Outcome = azqmetrics.OutcomeOf(q.status, q.errCode, aborted || q.fault.network)
+	o.Outcome = azqmetrics.OutcomeOf(q.status, q.errCode, aborted || q.droppedConnection())
 	q.s.observe(o)
 }

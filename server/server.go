@@ -218,7 +218,7 @@ type request struct {
 	status  int
 	errCode string
 	wrote   bool
-	fault   faultState
+	fault   *faultState // nil unless an injected fault fired
 }
 
 // ServeHTTP serves one REST request.
@@ -236,7 +236,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				q.fail(errInternal())
 			}
 		}
-		if s.log != nil && (!aborted || q.fault.network) {
+		if s.log != nil && (!aborted || q.droppedConnection()) {
 			q.logRequest(time.Since(start))
 		}
 		if s.observe != nil {

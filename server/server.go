@@ -201,6 +201,10 @@ type request struct {
 	acct      *accountState
 	secondary bool
 	pathStyle bool
+	// wrote is set once the answer's status is sent. (The three flags
+	// share a word: past 632 bytes the request, with the allocator's
+	// header, falls in the next size class.)
+	wrote bool
 	// accountSeg is the account's path segment as sent (path-style).
 	accountSeg string
 	// rest is the path below the account as sent, without its leading
@@ -217,7 +221,6 @@ type request struct {
 
 	status  int
 	errCode string
-	wrote   bool
 	fault   *faultState // nil unless an injected fault fired
 }
 

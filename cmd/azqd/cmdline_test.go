@@ -177,3 +177,28 @@ func TestUnsignedRequestHint(t *testing.T) {
 		t.Errorf("stderr mentions -allow-anonymous %d times, want once: %q", n, d.stderr.String())
 	}
 }
+
+// TestAzuriteOAuthBasicOverHTTP: Azurite starts with --oauth basic and no
+// certificate, serves Shared Key as usual and refuses bearer tokens over
+// HTTP; so does azqd, and it says so at start-up.
+func TestAzuriteOAuthBasicOverHTTP(t *testing.T) {
+	d := start(t, "--oauth", "basic")
+	roundTrip(t, queueClient(t, d.conns["devstoreaccount1"], "basic"))
+	req, err := http.NewRequestWithContext(testContext(t), "GET", d.base+"/devstoreaccount1?comp=list", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer e30.e30.c2ln")
+	req.Header.Set("x-ms-version", "2023-11-03")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("x-ms-error-code") != "AuthenticationFailed" {
+		t.Errorf("bearer token over HTTP: %d %s, want 403 AuthenticationFailed", resp.StatusCode, resp.Header.Get("x-ms-error-code"))
+	}
+	if !strings.Contains(d.stderr.String(), "bearer tokens are refused") {
+		t.Errorf("stderr %q does not say that tokens are refused over HTTP", d.stderr.String())
+	}
+}

@@ -1044,3 +1044,24 @@ func TestRawHeadACLAndStats(t *testing.T) {
 		t.Fatalf("anonymous stats: %d %s", r.status, r.body)
 	}
 }
+
+// TestRawPathStyleOnly: with Options.PathStyleOnly (Azurite's
+// --disableProductStyleUrl), a host whose first label names an account
+// is only a host name, and the account is the first path segment.
+func TestRawPathStyleOnly(t *testing.T) {
+	hostStyle := "devstoreaccount1.queue.localhost"
+	for _, pathOnly := range []bool{false, true} {
+		e := newRawEnv(t, server.Options{PathStyleOnly: pathOnly})
+		// Host-style reads "devstoreaccount1/jobs" as the queue
+		// "devstoreaccount1" and a resource "jobs" below it, which does
+		// not exist; path-style creates the queue "jobs".
+		r := e.do(t, "PUT", "/devstoreaccount1/jobs", hostStyle, nil, nil)
+		if (r.status == 201) != pathOnly {
+			t.Errorf("PathStyleOnly %v: create answered %d %s", pathOnly, r.status, r.body)
+		}
+		_, err := e.srv.Service("devstoreaccount1").Queue("jobs")
+		if got := err == nil; got != pathOnly {
+			t.Errorf("PathStyleOnly %v: queue jobs created: %v, want %v", pathOnly, got, pathOnly)
+		}
+	}
+}

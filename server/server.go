@@ -63,6 +63,11 @@ type Options struct {
 	// metrics counts these for Prometheus. It must be safe for
 	// concurrent use and quick: it runs on the request's goroutine.
 	Observe func(azqmetrics.Observation)
+	// PathStyleOnly takes the account from the first path segment of every
+	// request, never from the host name, as Azurite's
+	// --disableProductStyleUrl does: for a host whose first label happens
+	// to name an account (a container named devstoreaccount1, say).
+	PathStyleOnly bool
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
@@ -71,6 +76,7 @@ type Server struct {
 	accounts map[string]*accountState
 	anon     bool
 	strict   bool
+	pathOnly bool // Options.PathStyleOnly
 	log      *slog.Logger
 	oauth    *bearerVerifier // nil: bearer tokens are refused
 	// clock is the clock every account shares; errors raised before the
@@ -113,6 +119,7 @@ func New(opts Options) *Server {
 		accounts:      make(map[string]*accountState, len(accts)),
 		anon:          opts.AllowAnonymous,
 		strict:        opts.StrictVersion,
+		pathOnly:      opts.PathStyleOnly,
 		log:           opts.Logger,
 		clock:         c,
 		checkDateSkew: !mock,
@@ -352,7 +359,8 @@ func (q *request) serve() {
 
 // resolveAccount finds the account the request addresses: host-style when
 // the first DNS label of a non-IP host names a served account (or its
-// "-secondary"), else path-style from the first path segment. It leaves
+// "-secondary") and Options.PathStyleOnly is off, else path-style from the
+// first path segment. It leaves
 // the path below the account, as sent, in q.rest for classify.
 //
 // Routing reads the path as sent (requestPath), not the decoded
@@ -364,7 +372,7 @@ func (q *request) serve() {
 func (q *request) resolveAccount() error {
 	raw := strings.TrimPrefix(requestPath(q.r), "/")
 	host := hostWithoutPort(q.r.Host)
-	if label, _, _ := strings.Cut(host, "."); label != "" {
+	if label, _, _ := strings.Cut(host, "."); label != "" && !q.s.pathOnly {
 		// Only a label that names an account is worth the IP check; an
 		// emulator address such as 127.0.0.1 never gets that far.
 		if a, sec := q.s.lookupAccount(strings.ToLower(label)); a != nil && net.ParseIP(host) == nil {

@@ -1,66 +1,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"html"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/azqlib/azq/internal/browsertest"
 	"github.com/chromedp/chromedp"
 )
-
-// chromium finds Chromium; under CI (which installs it) a missing browser
-// fails the test, elsewhere it skips with a note.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("the cross-site test needs Chromium, and CI is set; .ci/run installs it (apt-get install chromium)")
-	}
-	t.Skip("Chromium not found; install it with apt-get install chromium (.ci/run does)")
-	return ""
-}
-
-// headless starts a headless Chromium with a fresh profile.
-func headless(t *testing.T) context.Context {
-	t.Helper()
-	profile, err := os.MkdirTemp("", "azqd-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Chromium's children may write to the profile for a moment
-		// after it stops.
-		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	t.Cleanup(cancel)
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(profile),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true))
-	t.Cleanup(cancelAlloc)
-	ctx, cancelTab := chromedp.NewContext(ctx, chromedp.WithErrorf(func(string, ...any) {}))
-	t.Cleanup(cancelTab)
-	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	return ctx
-}
 
 // A page of another site (localhost, while azqd is addressed as
 // 127.0.0.1) auto-submits a plain form to each state-changing admin
@@ -68,7 +19,7 @@ func headless(t *testing.T) context.Context {
 // refuses every one; nothing changes. The same browser clearing the queue
 // from azqd's own page succeeds, so the refusals are the guard's.
 func TestCrossSiteFormInChromium(t *testing.T) {
-	ctx := headless(t)
+	ctx := browsertest.Start(t)
 	d := start(t, "-clock-control", "-ui", "-fault-control")
 	seed(t, d)
 	before := clockCall(t, "GET", d.base+"/_azq/clock", 200).Now
@@ -97,7 +48,7 @@ func TestCrossSiteFormInChromium(t *testing.T) {
 		var body string
 		err := chromedp.Run(ctx,
 			chromedp.Navigate(evilBase+"/?target="+d.base+path),
-			waitJS(`location.href.startsWith(`+jsString(d.base)+`) && document.readyState === "complete"`),
+			browsertest.WaitJS(`location.href.startsWith(`+jsString(d.base)+`) && document.readyState === "complete"`),
 			chromedp.Text("body", &body, chromedp.ByQuery),
 		)
 		if err != nil {
@@ -123,7 +74,7 @@ func TestCrossSiteFormInChromium(t *testing.T) {
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(d.base+"/_azq/ui/a/devstoreaccount1/kept?refresh=0"),
 		chromedp.Click(`#summary button`, chromedp.ByQuery),
-		waitJS(`(document.querySelector("#summary .count") || {}).textContent === "0"`),
+		browsertest.WaitJS(`(document.querySelector("#summary .count") || {}).textContent === "0"`),
 	); err != nil {
 		t.Fatalf("same-origin clear: %v", err)
 	}
@@ -133,26 +84,3 @@ func TestCrossSiteFormInChromium(t *testing.T) {
 }
 
 func jsString(s string) string { return fmt.Sprintf("%q", s) }
-
-// waitJS polls a JavaScript condition until it holds; an evaluation that
-// a navigation interrupts is retried.
-func waitJS(expr string) chromedp.Action {
-	return chromedp.ActionFunc(func(ctx context.Context) error {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			var ok bool
-			err := chromedp.Evaluate("Boolean("+expr+")", &ok).Do(ctx)
-			if err == nil && ok {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("waiting for %s: still false (last error: %v)", expr, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	})
-}

@@ -112,7 +112,7 @@ func TestDataRefusesAClockPastItsBounds(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "clock"), []byte(saved+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := parseFlags([]string{"-data", dir, "-clock-control"}, &bytes.Buffer{})
+		cfg, err := parseFlags([]string{"-data", dir, "-clock-control"}, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestDataRefusesAClockPastItsBounds(t *testing.T) {
 // TestDataLogsToTheStorageLogger: the durable Services of -data log to
 // the logger openData is given, where a failed checkpoint would appear.
 func TestDataLogsToTheStorageLogger(t *testing.T) {
-	cfg, err := parseFlags([]string{"-data", t.TempDir()}, &bytes.Buffer{})
+	cfg, err := parseFlags([]string{"-data", t.TempDir()}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

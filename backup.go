@@ -161,7 +161,7 @@ func restoreDir(dir string, r io.Reader, fs vfs.FS) error {
 		var qs []*Queue
 		s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
 		// Every part as of the log's start: every record after it applies.
-		if err = copyState(cw, qs, s.nextQID, func() uint64 { return base }); err != nil {
+		if err = copyState(cw, qs, s.nextQID, func() uint64 { return base }, false); err != nil {
 			cw.Abort()
 		} else {
 			err = cw.Commit()

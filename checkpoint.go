@@ -3,6 +3,8 @@ package azq
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"time"
 )
 
 // A checkpoint is written off the request path by the Service's
@@ -19,7 +21,12 @@ import (
 //     the queue is locked only while one chunk's nodes (at most 4,096, a
 //     few hundred kilobytes) are copied and the log's last LSN is read,
 //     then the chunk is encoded and written with no lock held. Contents are
-//     immutable strings, so the copy is shallow.
+//     immutable strings, so the copy is shallow. After each chunk the
+//     checkpointer sleeps for as long as the chunk took, and the file
+//     writes itself back in steps (wal.CheckpointWriter.Write), so that a
+//     checkpoint takes at most about half of a processor and of the disk
+//     from the operations, which on two cores would otherwise see their
+//     latency's tail grow while it runs.
 //  4. The checkpoint file is synced, and renamed into place once the log
 //     is durable up to the last record any chunk holds the effect of.
 //
@@ -57,7 +64,7 @@ func (s *Service) writeCheckpoint() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("azq: %s: creating a checkpoint: %w", d.dir, err)
 	}
-	if err := copyState(cw, qs, nextQID, d.log.LastLSN); err != nil {
+	if err := copyState(cw, qs, nextQID, d.log.LastLSN, true); err != nil {
 		cw.Abort()
 		return 0, fmt.Errorf("azq: %s: writing a checkpoint: %w", d.dir, err)
 	}
@@ -72,8 +79,8 @@ func (s *Service) writeCheckpoint() (uint64, error) {
 
 // copyState writes a fuzzy checkpoint of the queues qs to sink, reading
 // the log's last LSN with lsn while each part is locked.
-func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64) error {
-	c := &copier{sink: sink, nodes: make([]node, 0, chunkSize), slots: make([]uint32, 0, chunkSize)}
+func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64, pace bool) error {
+	c := &copier{sink: sink, pace: pace, nodes: make([]node, 0, chunkSize), slots: make([]uint32, 0, chunkSize)}
 	c.emit(appendCkptService(c.b[:0], nextQID))
 	for _, q := range qs {
 		c.copyQueue(q, lsn)
@@ -85,6 +92,7 @@ func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64) 
 // copier encodes a checkpoint; its buffers are reused from chunk to chunk.
 type copier struct {
 	sink         recordSink
+	pace         bool // after each chunk, sleep as long as it took
 	b            []byte
 	nodes        []node
 	slots        []uint32
@@ -106,6 +114,7 @@ func (c *copier) emit(rec []byte) {
 // the log holds, removes it when replayed.
 func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 	for chunk := uint32(0); c.err == nil; chunk++ {
+		start := time.Now()
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
@@ -134,6 +143,14 @@ func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 			return
 		}
 		c.emitChunk(q.qid, chunk, at)
+		// Leave the processor to the operations for as long as the chunk
+		// took: on a machine with few cores, a checkpoint that ran flat
+		// out would delay the callers that a flush of the log released.
+		if c.pace {
+			time.Sleep(time.Since(start))
+		} else {
+			runtime.Gosched()
+		}
 	}
 }
 

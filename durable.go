@@ -132,11 +132,10 @@ type DurableState struct {
 
 // durable is the on-disk side of a Service opened with Open.
 type durable struct {
-	svc      *Service
-	dir      string
-	log      *wal.Log
-	cfg      durableConfig
-	recovery RecoveryStats
+	svc *Service
+	dir string
+	log *wal.Log
+	cfg durableConfig
 
 	// The checkpointer: a goroutine of the Service's that writes
 	// checkpoints when the log asks (wal.Log.Due), when Checkpoint asks
@@ -209,7 +208,7 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 	}
 	stats.Checkpoint, stats.LogBytes, stats.TornFile, stats.TornBytes = rec.Checkpoint, rec.Bytes, rec.TornFile, rec.TornBytes
 	stats.Duration = time.Since(start)
-	d.svc, d.log, d.recovery, d.ckptBase = s, log, stats, rec.Base
+	d.svc, d.log, d.ckptBase = s, log, rec.Base
 	d.state = DurableState{Dir: dir, Recovery: stats}
 	s.dur = d
 	s.queues.Scan(func(_ string, q *Queue) bool {

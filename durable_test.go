@@ -310,7 +310,7 @@ func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := copyState(&mutatingSink{cw, change}, qs, nextQID, d.log.LastLSN); err != nil {
+			if err := copyState(&mutatingSink{cw, change}, qs, nextQID, d.log.LastLSN, false); err != nil {
 				t.Fatal(err)
 			}
 			if err := cw.Commit(); err != nil {

@@ -80,19 +80,21 @@ func (s *Service) writeCheckpoint() (uint64, error) {
 // copyState writes a fuzzy checkpoint of the queues qs to sink, reading
 // the log's last LSN with lsn while each part is locked.
 func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64, pace bool) error {
-	c := &copier{sink: sink, pace: pace, nodes: make([]node, 0, chunkSize), slots: make([]uint32, 0, chunkSize)}
+	c := &copier{sink: sink, pace: pace, worked: time.Now(), nodes: make([]node, 0, chunkSize), slots: make([]uint32, 0, chunkSize)}
 	c.emit(appendCkptService(c.b[:0], nextQID))
 	for _, q := range qs {
 		c.copyQueue(q, lsn)
 	}
 	c.emit(appendCkptEnd(c.b[:0], c.queues, c.msgs))
+	clear(c.nodes[:cap(c.nodes)]) // drop the last contents for the garbage collector
 	return c.err
 }
 
 // copier encodes a checkpoint; its buffers are reused from chunk to chunk.
 type copier struct {
 	sink         recordSink
-	pace         bool // after each chunk, sleep as long as it took
+	pace         bool      // rest as long as it worked (see rest)
+	worked       time.Time // the end of the last rest
 	b            []byte
 	nodes        []node
 	slots        []uint32
@@ -114,7 +116,6 @@ func (c *copier) emit(rec []byte) {
 // the log holds, removes it when replayed.
 func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 	for chunk := uint32(0); c.err == nil; chunk++ {
-		start := time.Now()
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
@@ -143,15 +144,20 @@ func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 			return
 		}
 		c.emitChunk(q.qid, chunk, at)
-		// Leave the processor to the operations for as long as the chunk
-		// took: on a machine with few cores, a checkpoint that ran flat
-		// out would delay the callers that a flush of the log released.
-		if c.pace {
-			time.Sleep(time.Since(start))
-		} else {
-			runtime.Gosched()
-		}
 	}
+}
+
+// rest leaves the processor to the operations for as long as the copier
+// has worked since its last rest, if it paces itself: on a machine with
+// few cores, a checkpoint that ran flat out would delay the callers that
+// a flush of the log released.
+func (c *copier) rest() {
+	if !c.pace {
+		runtime.Gosched()
+		return
+	}
+	time.Sleep(time.Since(c.worked))
+	c.worked = time.Now()
 }
 
 // copyChunkLocked copies the messages of the chunk of q starting at slot
@@ -174,5 +180,5 @@ func (c *copier) emitChunk(qid uint64, chunk uint32, at uint64) {
 		c.emit(appendPut(c.b[:0], qid, c.slots[i], &c.nodes[i]))
 	}
 	c.msgs += len(c.nodes)
-	clear(c.nodes) // drop the contents for the garbage collector
+	c.rest()
 }

@@ -364,7 +364,8 @@ func BenchmarkDurableStall(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			st, _ := s.DurableState()
-			maxFlush := s.dur.log.Stats().MaxSync
+			ls := s.dur.log.Stats()
+			maxFlush := ls.MaxSync
 			if err := s.Close(); err != nil {
 				b.Fatal(err)
 			}
@@ -376,6 +377,8 @@ func BenchmarkDurableStall(b *testing.B) {
 			b.ReportMetric(float64(pct(0.999).Microseconds()), "p99.9-µs")
 			b.ReportMetric(float64(all[len(all)-1].Microseconds())/1000, "max-ms")
 			b.ReportMetric(float64(maxFlush.Microseconds())/1000, "maxflush-ms")
+			b.ReportMetric(float64(ls.MaxWrite.Microseconds())/1000, "maxwrite-ms")
+			b.ReportMetric(float64(ls.MaxSwitchWrite.Microseconds())/1000, "maxswitch-ms")
 			b.ReportMetric(float64(st.Checkpoints), "checkpoints")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 			b.Logf("checkpoints=%v: %d operations, %d checkpoints (the last took %v), slowest flush %v\n%s",

@@ -111,6 +111,10 @@ type Stats struct {
 	Syncs    int64         // syncs (fsync or fdatasync) of the log
 	MaxSync  time.Duration // the slowest of them
 	SyncTime time.Duration // all of them together
+	// MaxWrite is the slowest write, its syncs included, and
+	// MaxSwitchWrite the slowest of those that also closed a segment
+	// switched away from.
+	MaxWrite, MaxSwitchWrite time.Duration
 }
 
 const defaultAllot = 1 << 20
@@ -259,6 +263,7 @@ func (l *Log) writeLocked(sync bool) {
 	}
 	l.buf, l.frames = l.spare[:0], l.spareFr[:0]
 	l.mu.Unlock()
+	began := time.Now()
 
 	var (
 		err      error
@@ -292,6 +297,11 @@ func (l *Log) writeLocked(sync bool) {
 	last := &work[len(work)-1]
 	l.spare, l.spareFr = last.buf[:0], last.frames[:0]
 	l.stats.Writes++
+	took := time.Since(began)
+	l.stats.MaxWrite = max(l.stats.MaxWrite, took)
+	if len(work) > 1 {
+		l.stats.MaxSwitchWrite = max(l.stats.MaxSwitchWrite, took)
+	}
 	for _, d := range syncs {
 		l.stats.Syncs++
 		l.stats.SyncTime += d

@@ -103,7 +103,7 @@ func Restore(r io.Reader, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	rp := newReplayer(newConfig(opts))
-	if _, _, err := wal.ReadCheckpoint("backup", data, rp.checkpointRecord); err != nil {
+	if _, _, _, err := wal.ReadCheckpoint("backup", data, rp.checkpointRecord); err != nil {
 		var ce *wal.CorruptError
 		if errors.As(err, &ce) {
 			return nil, &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
@@ -161,7 +161,7 @@ func restoreDir(dir string, r io.Reader, fs vfs.FS) error {
 		var qs []*Queue
 		s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
 		// Every part as of the log's start: every record after it applies.
-		if err = copyState(cw, qs, s.nextQID, func() uint64 { return base }, false); err != nil {
+		if err = copyState(cw, qs, s.nextQID, func() uint64 { return base }, false, nil); err != nil {
 			cw.Abort()
 		} else {
 			err = cw.Commit()

@@ -2,8 +2,10 @@ package azq
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -34,6 +36,25 @@ import (
 // each queue at one instant instead would need either every queue's lock
 // for as long as a copy of every message takes (a stall of about a second
 // at a million messages), or copy-on-write in every operation's path.
+//
+// Checkpoints are incremental: a chunk that no logged change has touched
+// since an older checkpoint copied it goes in as a reference to that copy,
+// so a large queue that changes at its two ends, the common case, costs a
+// few chunks per checkpoint instead of all of them, and the checkpoint's
+// writes compete little with the log's syncs for the disk. A checkpoint
+// depends on the older ones it refers to, which the log keeps while it is
+// the newest, and recovery reads. To keep them few, once there are more
+// than maxCheckpointDeps, each checkpoint also copies again an eighth of
+// the chunks that refer to the oldest (migrateShare), so that it is let
+// go after a few checkpoints, instead of copying every chunk at once: the
+// first checkpoint of a Service is the only one that copies everything,
+// and no later one writes much more than the chunks that changed. The
+// log's records name the slots they
+// change, and each is appended under its queue's lock, so the LSN of the
+// last one that touched each chunk is known (queueLog.changed). The one
+// change the log does not record, a purge of expired messages, cannot
+// make a chunk's old copy wrong but in its expired messages, which
+// recovery purges again.
 
 // recordSink takes encoded records: a checkpoint file, or a backup.
 type recordSink interface {
@@ -60,11 +81,26 @@ func (s *Service) writeCheckpoint() (uint64, error) {
 	if err != nil {
 		return 0, d.storageErr(err)
 	}
-	cw, err := d.log.CreateCheckpoint(gen, base)
+	// The older checkpoints this one may refer to: those holding the
+	// copies that the queues' chunks refer to now, unless that is too
+	// many, and then none.
+	d.mu.Lock()
+	deps := slices.Clone(d.copyGens)
+	d.mu.Unlock()
+	cw, err := d.log.CreateCheckpoint(gen, base, deps...)
 	if err != nil {
 		return 0, fmt.Errorf("azq: %s: creating a checkpoint: %w", d.dir, err)
 	}
-	if err := copyState(cw, qs, nextQID, d.log.LastLSN, true); err != nil {
+	inc := &increment{gen: gen, deps: deps}
+	if len(deps) > maxCheckpointDeps {
+		inc.migrate = deps[0]
+		inc.budget = max(minMigrate, (countCopies(qs, deps[0])+migrateShare-1)/migrateShare)
+	}
+	var sink recordSink = cw
+	if d.testSink != nil {
+		sink = d.testSink(cw)
+	}
+	if err := copyState(sink, qs, nextQID, d.log.LastLSN, d.testSink == nil, inc); err != nil {
 		cw.Abort()
 		return 0, fmt.Errorf("azq: %s: writing a checkpoint: %w", d.dir, err)
 	}
@@ -74,13 +110,88 @@ func (s *Service) writeCheckpoint() (uint64, error) {
 		}
 		return 0, fmt.Errorf("azq: %s: committing a checkpoint: %w", d.dir, err)
 	}
+	d.adoptCopies(qs, inc)
 	return base, nil
+}
+
+// Past maxCheckpointDeps older checkpoints to depend on, a checkpoint
+// copies again one migrateShare of the chunks whose copies the oldest
+// holds (at least minMigrate of them).
+const (
+	maxCheckpointDeps = 8
+	migrateShare      = 8
+	minMigrate        = 16
+)
+
+// increment is what an incremental checkpoint may refer to, and what it
+// copied.
+type increment struct {
+	gen    uint64   // the checkpoint's generation
+	deps   []uint64 // the older checkpoints it may refer to
+	copied []copied // the chunks it copied whole
+	// migrate is an older checkpoint whose chunks it copies again, up to
+	// budget of them, rather than refer to; 0 if none.
+	migrate uint64
+	budget  int
+}
+
+// countCopies counts the chunks of the queues qs whose copy checkpoint gen
+// holds.
+func countCopies(qs []*Queue, gen uint64) int {
+	n := 0
+	for _, q := range qs {
+		q.mu.Lock()
+		if q.wal != nil {
+			for _, cp := range q.wal.copies {
+				if cp.gen == gen {
+					n++
+				}
+			}
+		}
+		q.mu.Unlock()
+	}
+	return n
+}
+
+type copied struct {
+	q     *Queue
+	chunk uint32
+	lsn   uint64
+}
+
+// adoptCopies makes the chunks a committed checkpoint copied the ones the
+// next checkpoint refers to, and records which checkpoints hold the copies
+// referred to now.
+func (d *durable) adoptCopies(qs []*Queue, inc *increment) {
+	for _, c := range inc.copied {
+		c.q.mu.Lock()
+		if c.q.wal != nil {
+			c.q.wal.setCopy(c.chunk, chunkCopy{gen: inc.gen, lsn: c.lsn})
+		}
+		c.q.mu.Unlock()
+	}
+	gens := map[uint64]bool{}
+	for _, q := range qs {
+		q.mu.Lock()
+		if q.wal != nil && !q.closed {
+			for _, cp := range q.wal.copies {
+				if cp.gen != 0 {
+					gens[cp.gen] = true
+				}
+			}
+		}
+		q.mu.Unlock()
+	}
+	d.mu.Lock()
+	d.copyGens = slices.Sorted(maps.Keys(gens))
+	d.mu.Unlock()
 }
 
 // copyState writes a fuzzy checkpoint of the queues qs to sink, reading
 // the log's last LSN with lsn while each part is locked.
-func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64, pace bool) error {
-	c := &copier{sink: sink, pace: pace, worked: time.Now(), nodes: make([]node, 0, chunkSize), slots: make([]uint32, 0, chunkSize)}
+// With inc, the checkpoint is incremental (see increment).
+func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64, pace bool, inc *increment) error {
+	c := &copier{sink: sink, pace: pace, inc: inc, worked: time.Now(), nodes: make([]node, 0, chunkSize), slots: make([]uint32, 0, chunkSize)}
 	c.emit(appendCkptService(c.b[:0], nextQID))
 	for _, q := range qs {
 		c.copyQueue(q, lsn)
@@ -93,8 +204,9 @@ func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64, 
 // copier encodes a checkpoint; its buffers are reused from chunk to chunk.
 type copier struct {
 	sink         recordSink
-	pace         bool      // rest as long as it worked (see rest)
-	worked       time.Time // the end of the last rest
+	pace         bool       // rest as long as it worked (see rest)
+	inc          *increment // nil: copy every chunk
+	worked       time.Time  // the end of the last rest
 	b            []byte
 	nodes        []node
 	slots        []uint32
@@ -131,7 +243,17 @@ func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 		}
 		lo := chunk << chunkShift
 		end := lo >= q.store.next
-		if !end {
+		ref, isRef := chunkCopy{}, false
+		if !end && c.inc != nil && q.wal != nil {
+			if cp, ok := q.wal.copyOf(chunk); ok && slices.Contains(c.inc.deps, cp.gen) {
+				ref, isRef = cp, true
+				if cp.gen == c.inc.migrate && c.inc.budget > 0 {
+					c.inc.budget--
+					isRef = false
+				}
+			}
+		}
+		if !end && !isRef {
 			c.copyChunkLocked(q, lo)
 		}
 		q.mu.Unlock()
@@ -139,11 +261,18 @@ func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 			c.emit(appendCkptQueue(c.b[:0], &hdr))
 			c.queues++
 		}
-		if end {
+		switch {
+		case end:
 			c.emit(appendCkptQueueEnd(c.b[:0], q.qid, chunk, at))
 			return
+		case isRef:
+			c.emit(appendCkptChunkRef(c.b[:0], q.qid, chunk, ref.gen, ref.lsn))
+		default:
+			c.emitChunk(q.qid, chunk, at)
+			if c.inc != nil {
+				c.inc.copied = append(c.inc.copied, copied{q, chunk, at})
+			}
 		}
-		c.emitChunk(q.qid, chunk, at)
 	}
 }
 

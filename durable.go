@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,12 +94,15 @@ const (
 
 // RecoveryStats describe what Open found in its directory.
 type RecoveryStats struct {
-	Queues     int           // queues recovered
-	Messages   int           // messages recovered, not counting those expired by now
-	Checkpoint string        // the checkpoint file loaded; "" if none
-	Records    int           // log records replayed after it
-	LogBytes   int64         // bytes of log records replayed
-	Duration   time.Duration // how long recovery took
+	Queues     int    // queues recovered
+	Messages   int    // messages recovered, not counting those expired by now
+	Checkpoint string // the checkpoint file loaded; "" if none
+	// Dependencies are the older checkpoint files it refers to for the
+	// parts of the state that had not changed since they were written.
+	Dependencies []string
+	Records      int           // log records replayed after it
+	LogBytes     int64         // bytes of log records replayed
+	Duration     time.Duration // how long recovery took
 	// A torn log tail, the end of a write that a crash cut short and that
 	// was never acknowledged: the file its bytes were moved to, and how
 	// many there were. "" and 0 if there was none.
@@ -149,9 +154,13 @@ type durable struct {
 	failOnce sync.Once
 	failErr  *Error // the ErrStorageFailure the log's failure maps to
 
+	// testSink, set by tests only, wraps the checkpoint file's sink.
+	testSink func(recordSink) recordSink
+
 	mu       sync.Mutex // guards the fields below
 	state    DurableState
-	ckptBase uint64 // the last log record the newest checkpoint holds
+	ckptBase uint64   // the last log record the newest checkpoint holds
+	copyGens []uint64 // the checkpoints holding the chunk copies the queues refer to
 }
 
 // Open returns a durable Service whose queues, metadata, access policies
@@ -197,7 +206,7 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 		SyncInterval:    cfg.syncInterval,
 		CheckpointBytes: cfg.ckptBytes,
 		OnFailure:       d.onFailure,
-	}, wal.Replay{Checkpoint: r.checkpointRecord, Record: r.logRecord})
+	}, wal.Replay{Dependency: r.dependencyRecord, Checkpoint: r.checkpointRecord, Record: r.logRecord})
 	if err != nil {
 		return nil, openError(dir, err)
 	}
@@ -206,15 +215,27 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 		log.Abandon()
 		return nil, &CorruptError{File: dir, Offset: -1, Reason: err.Error()}
 	}
-	stats.Checkpoint, stats.LogBytes, stats.TornFile, stats.TornBytes = rec.Checkpoint, rec.Bytes, rec.TornFile, rec.TornBytes
+	stats.Checkpoint, stats.Dependencies = rec.Checkpoint, rec.Dependencies
+	stats.LogBytes, stats.TornFile, stats.TornBytes = rec.Bytes, rec.TornFile, rec.TornBytes
 	stats.Duration = time.Since(start)
 	d.svc, d.log, d.ckptBase = s, log, rec.Base
 	d.state = DurableState{Dir: dir, Recovery: stats}
 	s.dur = d
-	s.queues.Scan(func(_ string, q *Queue) bool {
-		q.wal = &queueLog{d: d}
-		return true
-	})
+	// What the checkpoint holds of each queue, for the next, incremental
+	// one.
+	gens := map[uint64]bool{}
+	for _, rq := range r.queues {
+		for i := range rq.copies {
+			if cp := &rq.copies[i]; cp.gen != 0 {
+				if cp.gen == ownCheckpoint {
+					cp.gen = rec.Gen
+				}
+				gens[cp.gen] = true
+			}
+		}
+		rq.q.wal = &queueLog{d: d, changed: rq.changed, reset: rq.reset, copies: rq.copies}
+	}
+	d.copyGens = slices.Sorted(maps.Keys(gens))
 	if l := cfg.logger; l != nil {
 		l.Info("azq: recovered", "dir", dir, "queues", stats.Queues, "messages", stats.Messages,
 			"checkpoint", stats.Checkpoint, "records", stats.Records, "duration", stats.Duration)
@@ -258,10 +279,53 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("azq: %s is corrupt at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
-// queueLog is a durable queue's way to the log.
+// queueLog is a durable queue's way to the log, and what the checkpoints
+// hold of it, for incremental checkpoints. The queue's lock guards it.
 type queueLog struct {
 	d   *durable
-	rec []byte // scratch for encoding a record; the queue's lock guards it
+	rec []byte // scratch for encoding a record
+
+	// changed[c] is the LSN of the last record that changed chunk c of the
+	// slot store, reset that of the last one that changed them all (the
+	// creation, Clear); copies[c] is the checkpoint holding chunk c whole,
+	// and as of which LSN (gen 0: none). A chunk not changed since its
+	// copy goes into the next checkpoint as a reference to that copy.
+	changed []uint64
+	reset   uint64
+	copies  []chunkCopy
+}
+
+// chunkCopy says which checkpoint holds a chunk whole, as of which LSN.
+type chunkCopy struct{ gen, lsn uint64 }
+
+// touch records that the record lsn changed the chunk of slot.
+func (l *queueLog) touch(slot uint32, lsn uint64) {
+	c := int(slot >> chunkShift)
+	if c >= len(l.changed) {
+		l.changed = append(l.changed, make([]uint64, c+1-len(l.changed))...)
+	}
+	l.changed[c] = lsn
+}
+
+// copyOf returns the copy of chunk c that an incremental checkpoint can
+// refer to: one no record has changed since it was made.
+func (l *queueLog) copyOf(c uint32) (chunkCopy, bool) {
+	if int(c) >= len(l.copies) || l.copies[c].gen == 0 {
+		return chunkCopy{}, false
+	}
+	cp := l.copies[c]
+	if l.reset > cp.lsn || int(c) < len(l.changed) && l.changed[c] > cp.lsn {
+		return chunkCopy{}, false
+	}
+	return cp, true
+}
+
+// setCopy records that checkpoint gen holds chunk c whole as of lsn.
+func (l *queueLog) setCopy(c uint32, cp chunkCopy) {
+	if int(c) >= len(l.copies) {
+		l.copies = append(l.copies, make([]chunkCopy, int(c)+1-len(l.copies))...)
+	}
+	l.copies[c] = cp
 }
 
 // wait returns once record lsn is durable (see wal.Log.Wait).
@@ -281,25 +345,39 @@ func (q *Queue) appendRecord(b []byte) uint64 {
 }
 
 func (q *Queue) logPut(slot uint32, n *node) uint64 {
-	return q.appendRecord(appendPut(q.wal.rec[:0], q.qid, slot, n))
+	lsn := q.appendRecord(appendPut(q.wal.rec[:0], q.qid, slot, n))
+	q.wal.touch(slot, lsn)
+	return lsn
 }
 
 func (q *Queue) logGet(visible int64, msgs []Message) uint64 {
-	return q.appendRecord(appendGet(q.wal.rec[:0], q.qid, visible, msgs))
+	lsn := q.appendRecord(appendGet(q.wal.rec[:0], q.qid, visible, msgs))
+	for i := range msgs {
+		q.wal.touch(msgs[i].PopReceipt.slotNo, lsn)
+	}
+	return lsn
 }
 
 func (q *Queue) logUpdate(slot uint32, n *node, content *string) uint64 {
-	return q.appendRecord(appendUpdate(q.wal.rec[:0], q.qid, slot, n, content))
+	lsn := q.appendRecord(appendUpdate(q.wal.rec[:0], q.qid, slot, n, content))
+	q.wal.touch(slot, lsn)
+	return lsn
 }
 
 func (q *Queue) logDelete(slot uint32) uint64 {
-	return q.appendRecord(appendDelete(q.wal.rec[:0], q.qid, slot))
+	lsn := q.appendRecord(appendDelete(q.wal.rec[:0], q.qid, slot))
+	q.wal.touch(slot, lsn)
+	return lsn
 }
 
 // logOp logs a record of op with no fields but the queue: Clear, Delete
 // Queue.
 func (q *Queue) logOp(op byte) uint64 {
-	return q.appendRecord(appendQueueOp(q.wal.rec[:0], op, q.qid))
+	lsn := q.appendRecord(appendQueueOp(q.wal.rec[:0], op, q.qid))
+	if op == recClear {
+		q.wal.reset = lsn
+	}
+	return lsn
 }
 
 func (q *Queue) logMetadata(md map[string]string) uint64 {
@@ -311,7 +389,9 @@ func (q *Queue) logPolicies(ps []AccessPolicy) uint64 {
 }
 
 func (q *Queue) logCreate() uint64 {
-	return q.appendRecord(appendCreateQueue(q.wal.rec[:0], q.qid, q.name, q.metadata))
+	lsn := q.appendRecord(appendCreateQueue(q.wal.rec[:0], q.qid, q.name, q.metadata))
+	q.wal.reset = lsn
+	return lsn
 }
 
 // wait returns once record lsn is durable, mapping the log's errors to

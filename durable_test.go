@@ -212,12 +212,19 @@ func (m *mutatingSink) Append(rec []byte) error {
 	return m.sink.Append(rec)
 }
 
-// TestFuzzyCheckpointReplaysExactly writes a checkpoint while random
-// operations run between each of its records (every Put, Get, Update,
-// Delete, Clear, metadata change, queue creation and deletion, queues
-// emptied and refilled), then reopens the directory: the checkpoint and
-// the log after it must give back exactly the state the Service had.
+// TestFuzzyCheckpointReplaysExactly writes checkpoints, incremental ones
+// among them, while random operations run between each of their records
+// (every Put, Get, Update, Delete, Clear, metadata change, queue creation
+// and deletion, expiry, queues emptied and refilled), then reopens the
+// directory: the newest checkpoint, those it depends on and the log after
+// it must give back exactly the state the Service had.
 func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
+	incremental := 0
+	defer func() {
+		if incremental == 0 && !t.Failed() {
+			t.Error("no recovery used an incremental checkpoint")
+		}
+	}()
 	for seed := uint64(1); seed <= 24; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -291,30 +298,17 @@ func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
 					held[name] = nil
 				}
 			}
-			// A checkpoint as the checkpointer writes one, with the
-			// changes running between its records.
-			d := s.dur
-			if err := d.log.Prepare(); err != nil {
-				t.Fatal(err)
-			}
-			s.mu.Lock()
-			gen, base, err := d.log.Rotate()
-			var qs []*Queue
-			s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
-			nextQID := s.nextQID
-			s.mu.Unlock()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cw, err := d.log.CreateCheckpoint(gen, base)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := copyState(&mutatingSink{cw, change}, qs, nextQID, d.log.LastLSN, false); err != nil {
-				t.Fatal(err)
-			}
-			if err := cw.Commit(); err != nil {
-				t.Fatal(err)
+			// Checkpoints as the checkpointer writes them, with the
+			// changes running between their records: the first copies
+			// every chunk, the next ones refer to the chunks that did not
+			// change, and past maxCheckpointDeps they copy the oldest's
+			// chunks again.
+			s.dur.testSink = func(sink recordSink) recordSink { return &mutatingSink{sink, change} }
+			checkpoints := 1 + rng.IntN(16)
+			for k := 0; k < checkpoints; k++ {
+				if err := s.checkpoint(); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for i := 0; i < 50; i++ {
 				change()
@@ -326,8 +320,15 @@ func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s2.Close()
-			if st, _ := s2.DurableState(); st.Recovery.Checkpoint == "" {
+			st, _ := s2.DurableState()
+			if st.Recovery.Checkpoint == "" {
 				t.Fatal("recovery did not use the checkpoint")
+			}
+			if len(st.Recovery.Dependencies) > 0 {
+				incremental++
+			}
+			if n := len(st.Recovery.Dependencies); n > maxCheckpointDeps+1 {
+				t.Fatalf("after %d checkpoints the newest depends on %d older ones", checkpoints, n)
 			}
 			if got := dump(t, s2); got != want {
 				t.Fatalf("after %d changes during the checkpoint, recovery gives\n%.2000s\nwant\n%.2000s", step, got, want)

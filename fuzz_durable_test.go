@@ -54,7 +54,7 @@ func durableSeeds(tb testing.TB) (log, backup [][]byte) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := wal.ReadCheckpoint("backup", b.Bytes(), func(rec []byte) error {
+	if _, _, _, err := wal.ReadCheckpoint("backup", b.Bytes(), func(rec []byte) error {
 		backup = append(backup, bytes.Clone(rec))
 		return nil
 	}); err != nil {

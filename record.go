@@ -33,6 +33,7 @@ const (
 	recCkptChunk    = 22 // qid, chunk, lsn; the chunk's messages follow as Puts
 	recCkptQueueEnd = 23 // qid, chunks, lsn
 	recCkptEnd      = 24 // queues, messages
+	recCkptChunkRef = 25 // qid, chunk, gen, lsn: the chunk as checkpoint gen holds it
 )
 
 const (
@@ -400,7 +401,8 @@ func readDelete(d *dec) (uint32, error) {
 
 // The checkpoint records. A checkpoint is a service record, then each
 // queue: its queue record, its chunks (each a chunk record followed by the
-// Puts of the messages in it), and its end record; then an end record with
+// Puts of the messages in it, or a reference to an older checkpoint that
+// holds the chunk unchanged), and its end record; then an end record with
 // the totals. The LSNs say as of which log record each part was copied
 // (see replay.go).
 
@@ -447,6 +449,18 @@ func appendCkptChunk(b []byte, qid uint64, chunk uint32, lsn uint64) []byte {
 func readCkptChunk(d *dec) (chunk uint32, lsn uint64, err error) {
 	chunk, lsn = d.u32(), d.u()
 	return chunk, lsn, d.done()
+}
+
+// appendCkptChunkRef stands for a chunk that has not changed since an
+// older checkpoint, gen, copied it as of record lsn: the records that
+// checkpoint holds of it are its content.
+func appendCkptChunkRef(b []byte, qid uint64, chunk uint32, gen, lsn uint64) []byte {
+	return enc(b).op(recCkptChunkRef, qid).u(uint64(chunk)).u(gen).u(lsn)
+}
+
+func readCkptChunkRef(d *dec) (chunk uint32, gen, lsn uint64, err error) {
+	chunk, gen, lsn = d.u32(), d.u(), d.u()
+	return chunk, gen, lsn, d.done()
 }
 
 func appendCkptQueueEnd(b []byte, qid uint64, chunks uint32, lsn uint64) []byte {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tidwall/btree"
@@ -53,6 +54,23 @@ type replayer struct {
 	ckpt                 int          // 0: before its service record, 1: inside, 2: after its end
 	cur                  *replayQueue // the queue being loaded
 	ckptQueues, ckptMsgs int
+
+	// The chunks that the older checkpoints the newest depends on hold:
+	// the LSN each is as of, and its Puts.
+	depLSN  map[depChunk]uint64
+	depPuts map[depChunk][][]byte
+	depAt   depChunk // the chunk whose Puts follow
+	depIn   bool
+}
+
+// ownCheckpoint stands for the generation of the checkpoint being loaded
+// in the copies of a replayQueue, until it is known.
+const ownCheckpoint = math.MaxUint64
+
+// depChunk names a chunk of a queue that an older checkpoint holds.
+type depChunk struct {
+	gen, qid uint64
+	chunk    uint32
 }
 
 // replayQueue is a queue being rebuilt, and the LSNs that its parts in the
@@ -66,10 +84,50 @@ type replayQueue struct {
 	// bound is one past the highest slot a Put may name: the store's next
 	// new slot when copied, or past any slot a Put named since.
 	bound uint32
+	// For the next checkpoints (see queueLog): the copies of its chunks
+	// the checkpoint holds or refers to, and the LSNs of the last records
+	// replayed that changed them.
+	copies  []chunkCopy
+	changed []uint64
+	reset   uint64
 }
 
 func newReplayer(cfg config) *replayer {
-	return &replayer{cfg: cfg, queues: map[uint64]*replayQueue{}, nextQID: 1}
+	return &replayer{cfg: cfg, queues: map[uint64]*replayQueue{}, nextQID: 1,
+		depLSN: map[depChunk]uint64{}, depPuts: map[depChunk][][]byte{}}
+}
+
+// dependencyRecord takes one record of an older checkpoint, gen, that the
+// newest depends on: of it, only the chunks are needed, which the
+// newest's references stand for.
+func (r *replayer) dependencyRecord(gen uint64, rec []byte) error {
+	d := dec{b: rec}
+	switch op := d.byte(); op {
+	case recCkptChunk:
+		qid := d.u()
+		c, lsn, err := readCkptChunk(&d)
+		if err != nil {
+			return err
+		}
+		r.depAt, r.depIn = depChunk{gen, qid, c}, true
+		r.depLSN[r.depAt] = lsn
+	case recPut:
+		if r.depIn {
+			r.depPuts[r.depAt] = append(r.depPuts[r.depAt], rec)
+		}
+	default:
+		r.depIn = false
+	}
+	return nil
+}
+
+// touch records that the log record lsn changed the chunk of slot.
+func (rq *replayQueue) touch(slot uint32, lsn uint64) {
+	c := int(slot >> chunkShift)
+	if c >= len(rq.changed) {
+		rq.changed = append(rq.changed, make([]uint64, c+1-len(rq.changed))...)
+	}
+	rq.changed[c] = lsn
 }
 
 // guard returns the LSN that the checkpoint's copy of slot is as of.
@@ -147,24 +205,35 @@ func (r *replayer) checkpointRecord(rec []byte) error {
 			return fmt.Errorf("chunk %d of queue %d out of order", c, qid)
 		}
 		rq.chunks = append(rq.chunks, lsn)
+		rq.setCopy(c, chunkCopy{gen: ownCheckpoint, lsn: lsn})
 	case recPut:
-		slot, n, err := readPut(&d)
+		if err := rq.place(&d, uint32(len(rq.chunks))-1); err != nil {
+			return err
+		}
+		r.ckptMsgs++
+	case recCkptChunkRef:
+		c, gen, lsn, err := readCkptChunkRef(&d)
 		if err != nil {
 			return err
 		}
-		q := rq.q
-		if len(rq.chunks) == 0 || int(slot>>chunkShift) != len(rq.chunks)-1 || slot >= maxRestoreSlot {
-			return fmt.Errorf("message %v in slot %d, outside its chunk", n.id, slot)
+		key := depChunk{gen, qid, c}
+		if int(c) != len(rq.chunks) {
+			return fmt.Errorf("chunk %d of queue %d out of order", c, qid)
 		}
-		p := q.store.allocAt(slot)
-		if p == nil {
-			return fmt.Errorf("slot %d holds two messages", slot)
+		if l, ok := r.depLSN[key]; !ok || l != lsn {
+			return fmt.Errorf("chunk %d of queue %d refers to checkpoint %d, which does not hold it as of record %d", c, qid, gen, lsn)
 		}
-		*p = n
-		q.count++
-		q.seq = max(q.seq, n.seq)
-		rq.bound = max(rq.bound, slot+1)
-		r.ckptMsgs++
+		rq.chunks = append(rq.chunks, lsn)
+		for _, p := range r.depPuts[key] {
+			pd := dec{b: p}
+			if op, pqid := pd.header(); op != recPut || pqid != qid {
+				return fmt.Errorf("chunk %d of queue %d in checkpoint %d holds a record of another", c, qid, gen)
+			}
+			if err := rq.place(&pd, c); err != nil {
+				return err
+			}
+		}
+		rq.setCopy(c, chunkCopy{gen: gen, lsn: lsn})
 	case recCkptQueueEnd:
 		chunks, lsn, err := readCkptQueueEnd(&d)
 		if err != nil {
@@ -179,6 +248,35 @@ func (r *replayer) checkpointRecord(rec []byte) error {
 		return fmt.Errorf("unknown checkpoint record type %d", op)
 	}
 	return nil
+}
+
+// place puts a message of a checkpoint, a Put that d holds past its
+// header, in its slot of chunk c, unindexed.
+func (rq *replayQueue) place(d *dec, c uint32) error {
+	slot, n, err := readPut(d)
+	if err != nil {
+		return err
+	}
+	q := rq.q
+	if slot>>chunkShift != c || slot >= maxRestoreSlot {
+		return fmt.Errorf("message %v in slot %d, outside its chunk", n.id, slot)
+	}
+	p := q.store.allocAt(slot)
+	if p == nil {
+		return fmt.Errorf("slot %d holds two messages", slot)
+	}
+	*p = n
+	q.count++
+	q.seq = max(q.seq, n.seq)
+	rq.bound = max(rq.bound, slot+1)
+	return nil
+}
+
+func (rq *replayQueue) setCopy(c uint32, cp chunkCopy) {
+	if int(c) >= len(rq.copies) {
+		rq.copies = append(rq.copies, make([]chunkCopy, int(c)+1-len(rq.copies))...)
+	}
+	rq.copies[c] = cp
 }
 
 // indexLoaded builds the visibility index and the expiry heap of a queue
@@ -227,7 +325,7 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 		}
 		q := newQueue(name, r.cfg, md)
 		q.qid = qid
-		r.queues[qid] = &replayQueue{q: q}
+		r.queues[qid] = &replayQueue{q: q, reset: lsn}
 		r.nextQID = qid + 1
 		return nil
 	}
@@ -268,15 +366,22 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 		if err != nil {
 			return err
 		}
-		// Put takes a freed slot or the next new one, never one beyond.
-		if slot > rq.bound || slot >= maxRestoreSlot || n.version != 0 || n.dequeues != 0 {
-			return fmt.Errorf("put into slot %d, beyond the next new slot %d, or of a message already taken", slot, rq.bound)
+		if slot >= maxRestoreSlot || n.version != 0 || n.dequeues != 0 {
+			return fmt.Errorf("put into slot %d, out of range, or of a message already taken", slot)
+		}
+		if lsn > rq.guard(slot) {
+			// Put takes a freed slot or the next new one, never one
+			// beyond. (A Put the checkpoint holds the effect of may name
+			// one beyond the next new slot the checkpoint copied, if the
+			// queue was emptied since and its slots started over.)
+			if slot > rq.bound {
+				return fmt.Errorf("put into slot %d, beyond the next new slot %d", slot, rq.bound)
+			}
+			q.restore(slot, n)
+			rq.touch(slot, lsn)
 		}
 		rq.bound = max(rq.bound, slot+1)
 		q.seq = max(q.seq, n.seq)
-		if lsn > rq.guard(slot) {
-			q.restore(slot, n)
-		}
 	case recGet:
 		return readGet(&d, func(visible int64, g getEntry) error {
 			if lsn <= rq.guard(g.slot) {
@@ -289,6 +394,7 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 			q.vis.remove(n)
 			n.visible, n.dequeues, n.version, n.tag = visible, g.dequeues, g.version, g.tag
 			q.vis.add(g.slot, n, false)
+			rq.touch(g.slot, lsn)
 			return nil
 		})
 	case recUpdate:
@@ -306,6 +412,7 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 			n.content = u.content
 		}
 		q.vis.add(u.slot, n, false)
+		rq.touch(u.slot, lsn)
 	case recDelete:
 		slot, err := readDelete(&d)
 		if err != nil || lsn <= rq.guard(slot) {
@@ -316,11 +423,13 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 			return fmt.Errorf("delete of slot %d, which is empty", slot)
 		}
 		q.remove(slot, n)
+		rq.touch(slot, lsn)
 	case recClear:
 		if err := readQueueOp(&d); err != nil {
 			return err
 		}
 		rq.clear(lsn)
+		rq.reset = lsn
 	default:
 		return fmt.Errorf("unknown record type %d", op)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,9 +29,10 @@ type Encoder struct {
 }
 
 // NewEncoder starts a checkpoint of generation gen holding the state as
-// of record base (both 0 for a checkpoint that belongs to no log).
-func NewEncoder(w io.Writer, gen uint64, base LSN) *Encoder {
-	return &Encoder{w: w, start: -1, buf: appendFrame(nil, kindHeader, headerPayload(checkpointMagic, gen, base))}
+// of record base (both 0 for a checkpoint that belongs to no log), which
+// depends on the older checkpoints deps (see CreateCheckpoint).
+func NewEncoder(w io.Writer, gen uint64, base LSN, deps ...uint64) *Encoder {
+	return &Encoder{w: w, start: -1, buf: appendFrame(nil, kindHeader, headerPayload(checkpointMagic, gen, base, deps...))}
 }
 
 // Append adds the record rec (at most MaxRecord bytes).
@@ -78,52 +80,52 @@ func (e *Encoder) Close() error {
 
 // ReadCheckpoint reads the checkpoint data, the contents of the file
 // name, calling fn with each record in order. It returns the checkpoint's
-// generation and base LSN. Any damage, a cut end included, is a
-// *CorruptError: a checkpoint is synced whole before it is used, so it
-// has no torn tail.
-func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen uint64, base LSN, err error) {
+// generation, base LSN and dependencies. Any damage, a cut end included,
+// is a *CorruptError: a checkpoint is synced whole before it is used, so
+// it has no torn tail.
+func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen uint64, base LSN, deps []uint64, err error) {
 	off := 0
 	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: int64(off), Reason: reason} }
 	var records uint64
 	for state := 0; ; { // 0: want the header, 1: records, 2: sealed
 		if off == len(data) {
 			if state != 2 {
-				return 0, 0, corrupt("the checkpoint ends early")
+				return 0, 0, nil, corrupt("the checkpoint ends early")
 			}
-			return gen, base, nil
+			return gen, base, deps, nil
 		}
 		kind, p, bad := frameAt(data, off)
 		switch {
 		case bad != "":
-			return 0, 0, corrupt(bad)
+			return 0, 0, nil, corrupt(bad)
 		case state == 0 && kind != kindHeader:
-			return 0, 0, corrupt("no checkpoint header")
+			return 0, 0, nil, corrupt("no checkpoint header")
 		case state == 0:
-			if gen, base, err = parseHeader(p, checkpointMagic); err != nil {
-				return 0, 0, corrupt(err.Error())
+			if gen, base, deps, err = parseHeader(p, checkpointMagic); err != nil {
+				return 0, 0, nil, corrupt(err.Error())
 			}
 			state = 1
 		case state == 2:
-			return 0, 0, corrupt("data after the seal")
+			return 0, 0, nil, corrupt("data after the seal")
 		case kind == kindRecords:
 			err := forRecords(p, func(rec []byte) error {
 				records++
 				return fn(rec)
 			})
 			if err != nil {
-				return 0, 0, corrupt(err.Error())
+				return 0, 0, nil, corrupt(err.Error())
 			}
 		case kind == kindSeal:
 			n, err := parseSeal(p)
 			if err != nil {
-				return 0, 0, corrupt(err.Error())
+				return 0, 0, nil, corrupt(err.Error())
 			}
 			if n != records {
-				return 0, 0, corrupt(fmt.Sprintf("the seal counts %d records, the checkpoint holds %d", n, records))
+				return 0, 0, nil, corrupt(fmt.Sprintf("the seal counts %d records, the checkpoint holds %d", n, records))
 			}
 			state = 2
 		default:
-			return 0, 0, corrupt(fmt.Sprintf("a frame of kind %d out of place", kind))
+			return 0, 0, nil, corrupt(fmt.Sprintf("a frame of kind %d out of place", kind))
 		}
 		off += frameHeaderSize + len(p)
 	}
@@ -134,6 +136,7 @@ func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen ui
 type CheckpointWriter struct {
 	l     *Log
 	gen   uint64
+	deps  []uint64
 	tmp   string
 	final string
 	f     vfs.File
@@ -143,16 +146,27 @@ type CheckpointWriter struct {
 }
 
 // CreateCheckpoint starts checkpoint gen, holding the state as of record
-// base: Rotate's results.
-func (l *Log) CreateCheckpoint(gen uint64, base LSN) (*CheckpointWriter, error) {
+// base: Rotate's results. A checkpoint may leave parts of the state to
+// older checkpoints, deps, which are then kept as long as it is the
+// newest, and whose records Open replays (Replay.Dependency) before its
+// own.
+func (l *Log) CreateCheckpoint(gen uint64, base LSN, deps ...uint64) (*CheckpointWriter, error) {
+	deps = slices.Clone(deps)
+	slices.Sort(deps)
+	deps = slices.Compact(deps)
+	for _, d := range deps {
+		if d >= gen {
+			return nil, fmt.Errorf("wal: checkpoint %d cannot depend on checkpoint %d", gen, d)
+		}
+	}
 	final := CheckpointName(l.dir, gen)
-	c := &CheckpointWriter{l: l, gen: gen, tmp: final + tmpSuffix, final: final}
+	c := &CheckpointWriter{l: l, gen: gen, deps: deps, tmp: final + tmpSuffix, final: final}
 	f, err := l.fs.Create(c.tmp)
 	if err != nil {
 		return nil, err
 	}
 	c.f = f
-	c.enc = NewEncoder(c, gen, base)
+	c.enc = NewEncoder(c, gen, base, deps...)
 	return c, nil
 }
 
@@ -214,12 +228,12 @@ func (c *CheckpointWriter) Commit() error {
 	}
 	l := c.l
 	l.mu.Lock()
-	l.ckptGen = c.gen
+	l.ckptGen, l.keep = c.gen, c.deps
 	for len(l.segs) > 0 && l.segs[0].gen < c.gen {
 		l.segs = l.segs[1:]
 	}
 	l.mu.Unlock()
-	l.removeBefore(c.gen)
+	l.removeBefore(c.gen, c.deps)
 	return nil
 }
 
@@ -233,10 +247,11 @@ func (c *CheckpointWriter) Abort() {
 }
 
 // removeBefore removes the segments and checkpoints older than gen, which
-// checkpoint gen makes unnecessary. The removals need no directory sync:
-// a file that comes back after a crash is older than the newest
-// checkpoint, which recovery starts from, and is removed again.
-func (l *Log) removeBefore(gen uint64) error {
+// checkpoint gen makes unnecessary, but the checkpoints keep, which it
+// depends on. The removals need no directory sync: a file that comes back
+// after a crash is older than the newest checkpoint, which recovery
+// starts from, and is removed again.
+func (l *Log) removeBefore(gen uint64, keep []uint64) error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return err
@@ -247,7 +262,7 @@ func (l *Log) removeBefore(gen uint64) error {
 		if !ok {
 			g, ok = parseGen(n, checkpointPrefix)
 		}
-		if ok && g < gen {
+		if ok && g < gen && !(strings.HasPrefix(n, checkpointPrefix) && slices.Contains(keep, g)) {
 			if err := l.remove(filepath.Join(l.dir, n)); err != nil {
 				errs = append(errs, err)
 			}

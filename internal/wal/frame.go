@@ -2,6 +2,7 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -67,36 +68,55 @@ func appendFrame(b []byte, kind byte, p []byte) []byte {
 	return b
 }
 
-// headerPayload is a file header: magic, format, generation and the LSN
-// of the last record before the file.
-func headerPayload(magic string, gen uint64, base LSN) []byte {
+// headerPayload is a file header: magic, format, generation, the LSN of
+// the last record before the file, and (a checkpoint's) the generations of
+// the older checkpoints it depends on.
+func headerPayload(magic string, gen uint64, base LSN, deps ...uint64) []byte {
 	p := append([]byte(magic), 0)
 	p = binary.AppendUvarint(p, format)
 	p = binary.AppendUvarint(p, gen)
-	return binary.AppendUvarint(p, base)
+	p = binary.AppendUvarint(p, base)
+	p = binary.AppendUvarint(p, uint64(len(deps)))
+	for _, d := range deps {
+		p = binary.AppendUvarint(p, d)
+	}
+	return p
 }
 
 // parseHeader reads a file header.
-func parseHeader(p []byte, magic string) (gen uint64, base LSN, err error) {
+func parseHeader(p []byte, magic string) (gen uint64, base LSN, deps []uint64, err error) {
 	if len(p) <= len(magic) || string(p[:len(magic)]) != magic || p[len(magic)] != 0 {
-		return 0, 0, fmt.Errorf("not an %s file", magic)
+		return 0, 0, nil, fmt.Errorf("not an %s file", magic)
 	}
 	p = p[len(magic)+1:]
-	v, n := binary.Uvarint(p)
-	if n <= 0 || v != format {
-		return 0, 0, fmt.Errorf("%s format %d, which this version cannot read", magic, v)
+	next := func() uint64 {
+		v, n := binary.Uvarint(p)
+		if n <= 0 {
+			err = errors.New("bad header")
+			p = nil
+			return 0
+		}
+		p = p[n:]
+		return v
 	}
-	p = p[n:]
-	gen, n = binary.Uvarint(p)
-	if n <= 0 {
-		return 0, 0, fmt.Errorf("bad header")
+	if f := next(); err == nil && f != format {
+		return 0, 0, nil, fmt.Errorf("%s format %d, which this version cannot read", magic, f)
 	}
-	p = p[n:]
-	base, n = binary.Uvarint(p)
-	if n <= 0 || n != len(p) {
-		return 0, 0, fmt.Errorf("bad header")
+	gen, base = next(), next()
+	n := next()
+	if err == nil && n > uint64(len(p)) {
+		err = errors.New("bad header")
 	}
-	return gen, base, nil
+	for i := uint64(0); i < n && err == nil; i++ {
+		deps = append(deps, next())
+	}
+	if err == nil && len(p) != 0 {
+		err = errors.New("bad header")
+	}
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return gen, base, deps, nil
 }
 
 func sealPayload(v uint64) []byte { return binary.AppendUvarint(nil, v) }

@@ -86,6 +86,7 @@ type Log struct {
 	nextGen  uint64     // the generation Prepare creates
 	segs     []*segment // the segments since the newest checkpoint, cur last
 	ckptGen  uint64     // generation of the newest checkpoint; 0 if none
+	keep     []uint64   // the older checkpoints it depends on
 
 	appended  LSN    // the last record appended
 	written   LSN    // ... written to the operating system

@@ -2,8 +2,10 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	iofs "io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +15,10 @@ import (
 
 // Replay receives what Open reads.
 type Replay struct {
+	// Dependency is called with each record of each older checkpoint
+	// that the newest depends on (see CreateCheckpoint), oldest first,
+	// with its generation, before the newest's records.
+	Dependency func(gen uint64, rec []byte) error
 	// Checkpoint is called with each record of the newest checkpoint, in
 	// order.
 	Checkpoint func(rec []byte) error
@@ -23,12 +29,14 @@ type Replay struct {
 
 // Recovery describes what Open found.
 type Recovery struct {
-	Checkpoint string // the checkpoint loaded; "" if none
-	Base       LSN    // the last record the checkpoint holds the state of
-	Segments   int    // segments replayed
-	Records    int    // records replayed from them
-	Bytes      int64  // bytes of records frames replayed
-	Last       LSN    // the last record of the log
+	Checkpoint   string   // the checkpoint loaded; "" if none
+	Gen          uint64   // its generation; 0 if none
+	Dependencies []string // the older checkpoints it depends on
+	Base         LSN      // the last record the checkpoint holds the state of
+	Segments     int      // segments replayed
+	Records      int      // records replayed from them
+	Bytes        int64    // bytes of records frames replayed
+	Last         LSN      // the last record of the log
 	// A torn tail: the file its bytes were moved to, and how many there
 	// were; "" and 0 if there was none (or it was only zeros).
 	TornFile  string
@@ -134,15 +142,41 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		if err != nil {
 			return rec, err
 		}
-		gen, base, err := ReadCheckpoint(name, data, r.Checkpoint)
+		deps, err := checkpointDeps(name, data, ckptGen)
 		if err != nil {
 			return rec, err
 		}
-		if gen != ckptGen {
-			return rec, &CorruptError{File: name, Offset: 0, Reason: fmt.Sprintf("the header names generation %d", gen)}
+		// The checkpoints it depends on first, oldest first.
+		for _, g := range deps {
+			depName := CheckpointName(dir, g)
+			depData, err := fs.ReadFile(depName)
+			if errors.Is(err, iofs.ErrNotExist) {
+				return rec, &CorruptError{File: depName, Offset: -1, Reason: fmt.Sprintf("missing: %s depends on it", filepath.Base(name))}
+			}
+			if err != nil {
+				return rec, err
+			}
+			depGen, _, _, err := ReadCheckpoint(depName, depData, func(p []byte) error {
+				if r.Dependency == nil {
+					return nil
+				}
+				return r.Dependency(g, p)
+			})
+			if err != nil {
+				return rec, err
+			}
+			if depGen != g {
+				return rec, &CorruptError{File: depName, Offset: 0, Reason: fmt.Sprintf("the header names generation %d", depGen)}
+			}
+			rec.Dependencies = append(rec.Dependencies, depName)
+		}
+		_, base, _, err := ReadCheckpoint(name, data, r.Checkpoint)
+		if err != nil {
+			return rec, err
 		}
 		running = base
-		rec.Checkpoint, rec.Base = name, base
+		rec.Checkpoint, rec.Gen, rec.Base = name, ckptGen, base
+		l.keep = deps
 	}
 
 	// Replay the segments in order. Every one but the last that holds
@@ -258,7 +292,7 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 	}
 	// What the newest checkpoint replaces, a crash kept.
 	if ckptGen > 0 {
-		l.removeBefore(ckptGen)
+		l.removeBefore(ckptGen, l.keep)
 	}
 	return rec, nil
 }
@@ -283,7 +317,10 @@ func scanSegment(name string, gen uint64, data []byte, running *LSN, noCheckpoin
 		case state == 0 && kind != kindHeader:
 			return s, corrupt("the segment does not start with its header")
 		case state == 0:
-			g, base, err := parseHeader(p, segmentMagic)
+			g, base, deps, err := parseHeader(p, segmentMagic)
+			if err == nil && len(deps) > 0 {
+				err = errors.New("a segment's header names checkpoints")
+			}
 			if err != nil {
 				return s, corrupt(err.Error())
 			}
@@ -405,4 +442,31 @@ func isLegacyFrame(data []byte) bool {
 	crc := crc32.Update(0, castagnoli, data[:4])
 	crc = crc32.Update(crc, castagnoli, data[frameHeaderSize:frameHeaderSize+n])
 	return crc == binary.LittleEndian.Uint32(data[4:])
+}
+
+// checkpointDeps reads the header of the checkpoint data, of generation
+// gen, and returns the generations it depends on, each older than gen, in
+// increasing order.
+func checkpointDeps(name string, data []byte, gen uint64) ([]uint64, error) {
+	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: 0, Reason: reason} }
+	kind, p, bad := frameAt(data, 0)
+	if bad != "" {
+		return nil, corrupt(bad)
+	}
+	if kind != kindHeader {
+		return nil, corrupt("no checkpoint header")
+	}
+	g, _, deps, err := parseHeader(p, checkpointMagic)
+	if err != nil {
+		return nil, corrupt(err.Error())
+	}
+	if g != gen {
+		return nil, corrupt(fmt.Sprintf("the header names generation %d", g))
+	}
+	for i, d := range deps {
+		if d >= gen || i > 0 && d <= deps[i-1] {
+			return nil, corrupt(fmt.Sprintf("it depends on generation %d, out of order", d))
+		}
+	}
+	return deps, nil
 }

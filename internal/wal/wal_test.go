@@ -388,3 +388,87 @@ func TestMaxRecordFits(t *testing.T) {
 
 var _ = binary.LittleEndian
 var _ = os.ErrNotExist
+
+// TestCheckpointDependencies: a checkpoint that depends on older ones
+// keeps them, through its own commit and through Open, and Open gives
+// their records to Replay.Dependency, oldest first, before its own; a
+// checkpoint that depends on none lets them go.
+func TestCheckpointDependencies(t *testing.T) {
+	fs := vfs.NewMem()
+	l, _, _ := open(t, fs, Options{})
+	checkpoint(t, l, "two")
+	commit := func(deps []uint64, recs ...string) uint64 {
+		mustNil(t, l.Prepare())
+		gen, base, err := l.Rotate()
+		mustNil(t, err)
+		c, err := l.CreateCheckpoint(gen, base, deps...)
+		mustNil(t, err)
+		for _, r := range recs {
+			mustNil(t, c.Append([]byte(r)))
+		}
+		mustNil(t, c.Commit())
+		return gen
+	}
+	g3 := commit([]uint64{2}, "three")
+	g4 := commit([]uint64{2, g3}, "four")
+	mustNil(t, l.Close())
+	type dep struct {
+		gen uint64
+		rec string
+	}
+	var deps []dep
+	var own []string
+	reopen := func() *Log {
+		deps, own = nil, nil
+		l, rec, err := Open(dir, Options{FS: fs}, Replay{
+			Dependency: func(gen uint64, p []byte) error { deps = append(deps, dep{gen, string(p)}); return nil },
+			Checkpoint: func(p []byte) error { own = append(own, string(p)); return nil },
+			Record:     func(LSN, []byte) error { return nil },
+		})
+		mustNil(t, err)
+		if len(rec.Dependencies) != len(deps) {
+			t.Fatalf("Recovery names %d dependencies, %d were read", len(rec.Dependencies), len(deps))
+		}
+		return l
+	}
+	l = reopen()
+	if want := []dep{{2, "two"}, {g3, "three"}}; fmt.Sprint(deps) != fmt.Sprint(want) || !equal(own, []string{"four"}) {
+		t.Fatalf("replayed dependencies %v and %q, want %v and [four]", deps, own, want)
+	}
+	_ = g4
+	// A checkpoint that depends on none: the older ones go.
+	commit(nil, "five")
+	mustNil(t, l.Close())
+	l = reopen()
+	defer l.Close()
+	if len(deps) != 0 || !equal(own, []string{"five"}) {
+		t.Fatalf("after a whole checkpoint: dependencies %v, records %q", deps, own)
+	}
+	names, _ := fs.List(dir)
+	for _, n := range names {
+		if strings.HasPrefix(n, "ckpt-") && n != filepath.Base(CheckpointName(dir, g4+1)) {
+			t.Fatalf("%s is still there: %v", n, names)
+		}
+	}
+}
+
+// TestMissingDependencyIsNamed: a checkpoint whose dependency was deleted
+// is refused, naming the dependency.
+func TestMissingDependencyIsNamed(t *testing.T) {
+	fs := vfs.NewMem()
+	l, _, _ := open(t, fs, Options{})
+	checkpoint(t, l, "two")
+	mustNil(t, l.Prepare())
+	gen, base, err := l.Rotate()
+	mustNil(t, err)
+	c, err := l.CreateCheckpoint(gen, base, 2)
+	mustNil(t, err)
+	mustNil(t, c.Commit())
+	mustNil(t, l.Close())
+	mustNil(t, fs.Remove(CheckpointName(dir, 2)))
+	_, _, err = Open(dir, Options{FS: fs}, Replay{})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.File != CheckpointName(dir, 2) || ce.Offset != -1 {
+		t.Fatalf("Open without a dependency: %v, want a CorruptError naming %s", err, CheckpointName(dir, 2))
+	}
+}

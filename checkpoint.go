@@ -44,9 +44,9 @@ import (
 // writes compete little with the log's syncs for the disk. A checkpoint
 // depends on the older ones it refers to, which the log keeps while it is
 // the newest, and recovery reads. To keep them few, once there are more
-// than maxCheckpointDeps, each checkpoint also copies again an eighth of
-// the chunks that refer to the oldest (migrateShare), so that it is let
-// go after a few checkpoints, instead of copying every chunk at once: the
+// than maxCheckpointDeps, each checkpoint also copies again a share of the
+// chunks that refer to the oldest (migrateShare), so that it is let go
+// after a few checkpoints, instead of copying every chunk at once: the
 // first checkpoint of a Service is the only one that copies everything,
 // and no later one writes much more than the chunks that changed. The
 // log's records name the slots they
@@ -116,11 +116,12 @@ func (s *Service) writeCheckpoint() (uint64, error) {
 
 // Past maxCheckpointDeps older checkpoints to depend on, a checkpoint
 // copies again one migrateShare of the chunks whose copies the oldest
-// holds (at least minMigrate of them).
-const (
-	maxCheckpointDeps = 8
-	migrateShare      = 8
-	minMigrate        = 16
+// holds (at least minMigrate of them). Variables, so that tests can make
+// them small.
+var (
+	maxCheckpointDeps = 32
+	migrateShare      = 32
+	minMigrate        = 4
 )
 
 // increment is what an incremental checkpoint may refer to, and what it

@@ -323,13 +323,14 @@ func BenchmarkDurableStall(b *testing.B) {
 	preload(b, dir, held, false)
 	for _, ckpt := range []bool{false, true} {
 		b.Run(fmt.Sprintf("checkpoints=%v", ckpt), func(b *testing.B) {
-			// About six checkpoints' worth of log (each cycle logs about
-			// 125 bytes: a Put of 80, a Get of 30, a Delete of 15), of
-			// which at least three are written: a checkpoint asked for
-			// while one is written starts when that one ends.
+			// About twelve checkpoints' worth of log (each cycle logs
+			// about 125 bytes: a Put of 80, a Get of 30, a Delete of 15),
+			// enough for the later ones to copy again the chunks of the
+			// first (see maxCheckpointDeps). A checkpoint asked for while
+			// one is written starts when that one ends.
 			threshold := int64(1 << 40)
 			if ckpt {
-				threshold = max(int64(b.N)*125/6, 64<<10)
+				threshold = max(int64(b.N)*125/12, 64<<10)
 			}
 			s, err := Open(dir, WithCheckpointBytes(threshold))
 			if err != nil {

@@ -219,6 +219,9 @@ func (m *mutatingSink) Append(rec []byte) error {
 // directory: the newest checkpoint, those it depends on and the log after
 // it must give back exactly the state the Service had.
 func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
+	// Small, so that the later checkpoints copy the oldest's chunks again.
+	defer func(d, s, m int) { maxCheckpointDeps, migrateShare, minMigrate = d, s, m }(maxCheckpointDeps, migrateShare, minMigrate)
+	maxCheckpointDeps, migrateShare, minMigrate = 3, 2, 1
 	incremental := 0
 	defer func() {
 		if incremental == 0 && !t.Failed() {

@@ -140,8 +140,8 @@ type CheckpointWriter struct {
 	tmp   string
 	final string
 	f     vfs.File
+	pw    *pacedWriter
 	off   int64 // bytes written
-	back  int64 // bytes written back (see Write)
 	enc   *Encoder
 }
 
@@ -165,33 +165,48 @@ func (l *Log) CreateCheckpoint(gen uint64, base LSN, deps ...uint64) (*Checkpoin
 	if err != nil {
 		return nil, err
 	}
-	c.f = f
+	c.f, c.pw = f, &pacedWriter{f: f}
 	c.enc = NewEncoder(c, gen, base, deps...)
 	return c, nil
 }
 
-// writeBackBytes is how much of a checkpoint is written before it is
-// written back to the disk (where the file system can).
+// writeBackBytes is how much of a checkpoint, or of a new segment's
+// allotment, is written before it is written back to the disk (where the
+// file system can).
 const writeBackBytes = 256 << 10
 
-// Write is the Encoder's way to the file. Every writeBackBytes it writes
-// back what it wrote and waits for that, then leaves the disk to others
-// for as long: a checkpoint of a million messages is about 70 MB, which
-// written back in one burst at the final sync would make each of the
-// log's syncs meanwhile wait for all of it; this way a sync of the log
-// waits for at most one step of the checkpoint, and half the time for
-// none, at the cost of a checkpoint that takes about twice as long, off
-// the request path.
-func (c *CheckpointWriter) Write(p []byte) (int, error) {
-	n, err := c.f.WriteAt(p, c.off)
-	c.off += int64(n)
-	if wb, ok := c.f.(vfs.RangeWriter); ok && err == nil && c.off-c.back >= writeBackBytes {
+// pacedWriter writes a file that nothing waits for, writing back each
+// writeBackBytes it wrote and waiting for that, then leaving the disk to
+// others for as long: a checkpoint of a million messages is about 70 MB,
+// which written back in one burst at the final sync would make each of
+// the log's syncs meanwhile wait for all of it; this way a sync of the
+// log waits for at most one step of it, and half the time for none, at
+// the cost of a checkpoint that takes about twice as long, off the
+// request path.
+type pacedWriter struct {
+	f    vfs.File
+	back int64 // bytes written back
+}
+
+func (w *pacedWriter) write(p []byte, off int64) error {
+	n, err := w.f.WriteAt(p, off)
+	end := off + int64(n)
+	if wb, ok := w.f.(vfs.RangeWriter); ok && err == nil && end-w.back >= writeBackBytes {
 		start := time.Now()
-		err = wb.WriteBack(c.back, c.off-c.back)
-		c.back = c.off
+		err = wb.WriteBack(w.back, end-w.back)
+		w.back = end
 		time.Sleep(time.Since(start))
 	}
-	return n, err
+	return err
+}
+
+// Write is the Encoder's way to the file.
+func (c *CheckpointWriter) Write(p []byte) (int, error) {
+	if err := c.pw.write(p, c.off); err != nil {
+		return 0, err
+	}
+	c.off += int64(len(p))
+	return len(p), nil
 }
 
 // Append adds a record.

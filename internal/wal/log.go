@@ -120,7 +120,7 @@ type Stats struct {
 
 const defaultAllot = 1 << 20
 
-var zeros = make([]byte, 64<<10)
+var zeros = make([]byte, writeBackBytes)
 
 // Append appends the record rec (at most MaxRecord bytes; the caller
 // keeps rec) and returns its LSN. It never waits for a write.
@@ -498,7 +498,12 @@ func (l *Log) createSegment(gen uint64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = writeZeros(f, 0, l.allot)
+	// Written back in steps, as a checkpoint is (CheckpointWriter.Write),
+	// so that the log's syncs meanwhile do not wait for a megabyte.
+	pw := &pacedWriter{f: f}
+	for off := int64(0); off < l.allot && err == nil; off += writeBackBytes {
+		err = pw.write(zeros[:min(writeBackBytes, l.allot-off)], off)
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -222,7 +222,7 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint
 		nd.version++
 		nd.tag = newTag(q.rng)
 		// hidden > now, so the message is not met again in this loop.
-		q.vis.add(slot, nd, false)
+		q.vis.add(slot, nd, true)
 		slots = append(slots, slot)
 	}
 	if len(slots) == 0 {

@@ -185,26 +185,42 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 // default is DefaultVisibilityTimeout). Each returned message has a fresh
 // pop receipt, which kills the one issued before, and its DequeueCount
 // increased by one. Get returns an empty slice, not an error, when nothing
-// is visible; Receive waits instead.
+// is visible; Receive waits instead. The slice is made for the messages
+// found; AppendGet fills one the caller keeps.
 func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]Message, error) {
+	msgs, err := q.AppendGet(ctx, nil, n, visibility)
+	if msgs == nil && err == nil {
+		msgs = []Message{}
+	}
+	return msgs, err
+}
+
+// AppendGet is Get that appends the messages it takes to dst and returns
+// the extended slice, as append does; on error it returns dst unchanged.
+// A consumer that passes the same buffer back each time (buf[:0], with
+// room for n) takes messages without allocating: Get allocates the slice
+// it returns on every call that finds something.
+func (q *Queue) AppendGet(ctx context.Context, dst []Message, n int, visibility time.Duration) ([]Message, error) {
 	if err := q.limits.checkGet(n, visibility); err != nil {
-		return nil, err
+		return dst, err
 	}
 	now := q.now()
 	if err := q.lock(ctx, now); err != nil {
-		return nil, err
+		return dst, err
 	}
-	msgs, lsn := q.get(now, n, visibility)
+	msgs, lsn := q.get(dst, now, n, visibility)
 	if err := q.unlockSynced(lsn); err != nil {
-		return nil, err
+		return dst, err
 	}
 	return msgs, nil
 }
 
-// get dequeues up to n visible messages. q.mu must be held. In the durable
-// mode it logs the change and returns the record's number for wal.wait.
-func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint64) {
-	// The slots taken are gathered first, so that the returned slice is
+// get dequeues up to n visible messages and appends them to dst; with a
+// nil dst, the slice is made for the messages found. q.mu must be held.
+// In the durable mode it logs the change and returns the record's number
+// for wal.wait.
+func (q *Queue) get(dst []Message, now int64, n int, visibility time.Duration) ([]Message, uint64) {
+	// The slots taken are gathered first, so that a slice made here is
 	// made for the messages there are, not for the n asked for: a Get(32)
 	// that finds one message allocates one Message, not 32.
 	var buf [azureMaxMessagesPerGet]uint32
@@ -226,19 +242,22 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint
 		slots = append(slots, slot)
 	}
 	if len(slots) == 0 {
-		return []Message{}, 0
+		return dst, 0
 	}
-	msgs := make([]Message, len(slots))
-	for i, slot := range slots {
+	if dst == nil {
+		dst = make([]Message, 0, len(slots))
+	}
+	first := len(dst)
+	for _, slot := range slots {
 		nd := q.store.at(slot)
-		msgs[i] = nd.message()
-		msgs[i].PopReceipt = newReceipt(slot, nd.version, nd.tag)
+		dst = append(dst, nd.message())
+		dst[len(dst)-1].PopReceipt = newReceipt(slot, nd.version, nd.tag)
 	}
 	var lsn uint64
 	if q.wal != nil {
-		lsn = q.logGet(hidden, msgs)
+		lsn = q.logGet(hidden, dst[first:])
 	}
-	return msgs, lsn
+	return dst, lsn
 }
 
 // Peek returns up to n visible messages (1 to 32) without changing

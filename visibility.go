@@ -271,16 +271,22 @@ func (v *visIndex) ringFront(r *ring) (ringEntry, *node) {
 // slot and next-visible time, and which source holds it. ok is false when
 // the queue is empty.
 func (v *visIndex) front() (slot uint32, at int64, src int, ok bool) {
-	t, _ := v.tree.Min() // never empty: the sentinel is there
-	slot, at, src = t.slot, t.at, inTree
-	front := t
+	front := visSentinel
+	src = inTree
+	if v.tree.Len() > 1 { // more than the sentinel
+		front, _ = v.tree.Min()
+		slot, at = front.slot, front.at
+	}
 	for i := range v.rings {
+		if v.rings[i].n == 0 {
+			continue
+		}
 		if e, n := v.ringFront(&v.rings[i]); n != nil && n.before(front) {
 			slot, at, src = e.slot, n.visible, i
 			front = visItem{at: n.visible, seq: n.seq}
 		}
 	}
-	if src == inTree && t == visSentinel {
+	if src == inTree && front == visSentinel {
 		return 0, 0, 0, false
 	}
 	return slot, at, src, true

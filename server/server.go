@@ -73,7 +73,7 @@ type Server struct {
 // service.
 type accountState struct {
 	acct  Account
-	keys  [][]byte // acct.Keys, decoded
+	keys  []*signingKey // acct.Keys, decoded
 	svc   *azq.Service
 	clock clock.Clock
 

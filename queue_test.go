@@ -377,6 +377,24 @@ func TestReceiptFormat(t *testing.T) {
 	}
 }
 
+// TestPopReceiptAppendText: AppendText appends what String returns, for
+// azq's own receipts, remote ones and the zero receipt, and an own receipt
+// appends into room without allocating.
+func TestPopReceiptAppendText(t *testing.T) {
+	q, _ := newMockQueue(t)
+	own := mustPut(t, q, "a", nil).PopReceipt
+	for _, r := range []PopReceipt{own, RemotePopReceipt("AgAAAAMAAAAAAAAAxVkNR+xc2gE="), {}} {
+		b, err := r.AppendText([]byte("x="))
+		if err != nil || string(b) != "x="+r.String() {
+			t.Errorf("AppendText of %q = %q, %v; want %q", r.String(), b, err, "x="+r.String())
+		}
+	}
+	buf := make([]byte, 0, 64)
+	if n := testing.AllocsPerRun(100, func() { buf, _ = own.AppendText(buf[:0]) }); n != 0 {
+		t.Errorf("AppendText into room allocates %v times", n)
+	}
+}
+
 // TestVisibilityRules checks Put, Get and Update visibility and the
 // resulting next-visible times.
 func TestVisibilityRules(t *testing.T) {

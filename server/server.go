@@ -76,6 +76,9 @@ type accountState struct {
 	keys  []*signingKey // acct.Keys, decoded
 	svc   *azq.Service
 	clock clock.Clock
+	// lookupPolicy is the method value a.policy, made once: made in
+	// each request, it would be allocated in each.
+	lookupPolicy func(queue, id string) (azq.AccessPolicy, bool, error)
 
 	mu    sync.RWMutex
 	props serviceProperties
@@ -107,7 +110,9 @@ func New(opts Options) *Server {
 		if svc == nil {
 			svc = azq.NewService(azq.WithClock(c))
 		}
-		s.accounts[a.Name] = &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		as := &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		as.lookupPolicy = as.policy
+		s.accounts[a.Name] = as
 	}
 	return s
 }
@@ -199,12 +204,21 @@ type request struct {
 	status  int
 	errCode string
 	wrote   bool
+	// bodyLen is the length of the body writeXML sends, for its
+	// Content-Length header; -1 until then.
+	bodyLen int
 }
+
+// requests holds request values for reuse: the operations take a
+// *request, so each would otherwise be allocated, over 600 bytes a
+// request.
+var requests = sync.Pool{New: func() any { return new(request) }}
 
 // ServeHTTP serves one REST request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum}
+	q := requests.Get().(*request)
+	*q = request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum, bodyLen: -1}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -220,6 +234,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.log != nil {
 			q.logRequest(time.Since(start))
 		}
+		*q = request{} // drop the references to this request
+		requests.Put(q)
 	}()
 	q.serve()
 }
@@ -300,7 +316,7 @@ func (q *request) serve() {
 	}
 	if err := authorize(authRequest{
 		r: q.r, query: &q.query, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
-		op: q.op, now: q.now, checkDateSkew: q.s.checkDateSkew, policy: q.acct.policy, allowAnonymous: q.s.anon,
+		op: q.op, now: q.now, checkDateSkew: q.s.checkDateSkew, policy: q.acct.lookupPolicy, allowAnonymous: q.s.anon,
 		oauth: q.s.oauth,
 	}); err != nil {
 		if e, ok := err.(*azq.Error); ok && e.StatusCode == http.StatusUnauthorized {

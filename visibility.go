@@ -190,8 +190,11 @@ func (r *ring) push(e ringEntry, at int64) {
 	r.tail, r.tailSeq = at, e.seq
 }
 
+// grow doubles r's room. A ring starts with room for two entries: a queue
+// that holds one message at a time, as many idle ones do, keeps its rings
+// small (an emptied queue keeps arrays of up to keepRingEntries).
 func (r *ring) grow() {
-	size := max(8, 2*len(r.entries))
+	size := max(2, 2*len(r.entries))
 	e := make([]ringEntry, size)
 	for i := 0; i < r.n; i++ {
 		e[i] = r.at(i)

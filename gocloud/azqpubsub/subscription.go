@@ -1,0 +1,230 @@
+package azqpubsub
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/envelope"
+	"github.com/benbjohnson/clock"
+	"gocloud.dev/gcerrors"
+	"gocloud.dev/pubsub"
+	"gocloud.dev/pubsub/batcher"
+	"gocloud.dev/pubsub/driver"
+)
+
+// The service gives at most 32 messages a Get and takes one Delete or
+// Update a request: receives are batches of up to 32, acks are loops, and
+// concurrent handlers make a remote subscription fast.
+var (
+	recvBatcherOpts = &batcher.Options{MaxBatchSize: 32, MaxHandlers: 8}
+	ackBatcherOpts  = &batcher.Options{MaxBatchSize: 32, MaxHandlers: 64}
+)
+
+const (
+	// maxWait is how long ReceiveBatch waits for a message when none is
+	// visible, as gocloud asks of a driver (about a second).
+	maxWait = time.Second
+	// minPoll and maxPoll bound the interval between the Gets of a
+	// subscription on a queue that cannot wait for messages (a remote
+	// one): it doubles while the queue stays empty, so that an idle
+	// subscription costs about one request a second, and falls back to
+	// minPoll when a message comes.
+	minPoll = 50 * time.Millisecond
+	maxPoll = time.Second
+)
+
+// SubscriptionOptions configure a subscription. The zero value is ready to
+// use.
+type SubscriptionOptions struct {
+	// VisibilityTimeout is the ack deadline: how long a received message
+	// stays hidden from other receivers. A message neither acked nor
+	// nacked by then is delivered again. Default azq.DefaultVisibilityTimeout
+	// (30 seconds); the service takes 1 second to 7 days.
+	VisibilityTimeout time.Duration
+	// ReceiveBatcherOptions and AckBatcherOptions adjust how the portable
+	// type batches receives and acknowledgements.
+	ReceiveBatcherOptions batcher.Options
+	AckBatcherOptions     batcher.Options
+}
+
+// receiver is a queue that can wait for messages, as *azq.Queue can.
+type receiver interface {
+	Receive(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error)
+}
+
+// subscription is the driver.Subscription over one queue.
+type subscription struct {
+	q    azq.MessageQueue
+	recv receiver // nil: poll q
+	clk  clock.Clock
+	vis  time.Duration
+	poll atomic.Int64 // the next poll interval of an idle polled queue, in ns
+}
+
+var _ driver.Subscription = (*subscription)(nil)
+
+// OpenSubscription returns a subscription that receives the messages of
+// q: envelopes as their body and metadata, and a plain message that
+// another producer wrote with its text as the body. q may be any back end
+// of the queue contract; a missing queue is reported by Receive, as
+// NotFound.
+//
+// Ack deletes the message; Nack makes it visible again at once. A queue
+// that can wait for messages (an *azq.Queue) is waited on; any other is
+// polled, at shorter intervals while messages come and up to one a second
+// while none do. Waits are measured on the queue's clock if it reports
+// one (a Clock method), as azq's and package azure's queues do.
+func OpenSubscription(q azq.MessageQueue, opts *SubscriptionOptions) *pubsub.Subscription {
+	var o SubscriptionOptions
+	if opts != nil {
+		o = *opts
+	}
+	return pubsub.NewSubscription(newSubscription(q, &o),
+		recvBatcherOpts.NewMergedOptions(&o.ReceiveBatcherOptions),
+		ackBatcherOpts.NewMergedOptions(&o.AckBatcherOptions))
+}
+
+func newSubscription(q azq.MessageQueue, o *SubscriptionOptions) *subscription {
+	s := &subscription{q: q, clk: clock.New(), vis: o.VisibilityTimeout}
+	if s.vis == 0 {
+		s.vis = azq.DefaultVisibilityTimeout
+	}
+	s.recv, _ = q.(receiver)
+	if c, ok := q.(interface{ Clock() clock.Clock }); ok {
+		s.clk = c.Clock()
+	}
+	return s
+}
+
+// received is one received message: its AckID and what its As exposes.
+type received struct {
+	msg azq.Message
+}
+
+func (r *received) as(i any) bool {
+	if p, ok := i.(*azq.Message); ok {
+		*p = r.msg
+		return true
+	}
+	return false
+}
+
+// ReceiveBatch implements driver.Subscription.ReceiveBatch.
+func (s *subscription) ReceiveBatch(ctx context.Context, maxMessages int) ([]*driver.Message, error) {
+	n := max(1, min(maxMessages, 32))
+	msgs, err := s.q.Get(ctx, n, s.vis)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		if msgs, err = s.wait(ctx, n); err != nil || len(msgs) == 0 {
+			return nil, err
+		}
+	} else if s.recv == nil {
+		s.poll.Store(int64(minPoll))
+	}
+	out := make([]*driver.Message, len(msgs))
+	for i := range msgs {
+		r := &received{msg: msgs[i]}
+		e, _ := envelope.Read(r.msg.Content)
+		out[i] = &driver.Message{
+			LoggableID: r.msg.ID.String(),
+			Body:       e.Body,
+			Metadata:   e.Metadata,
+			AckID:      r,
+			AsFunc:     r.as,
+		}
+	}
+	return out, nil
+}
+
+// wait waits up to maxWait for messages on a queue that had none visible,
+// and returns what it then got (none if the wait ran out).
+func (s *subscription) wait(ctx context.Context, n int) ([]azq.Message, error) {
+	if s.recv != nil {
+		wctx, cancel := s.clk.WithTimeout(ctx, maxWait)
+		defer cancel()
+		msgs, err := s.recv.Receive(wctx, n, s.vis)
+		if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+			return nil, nil // waited long enough: nothing
+		}
+		return msgs, err
+	}
+	deadline := s.clk.Now().Add(maxWait)
+	for {
+		rest := deadline.Sub(s.clk.Now())
+		if rest <= 0 {
+			return nil, nil
+		}
+		d := max(time.Duration(s.poll.Load()), minPoll)
+		t := s.clk.Timer(min(d, rest))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		msgs, err := s.q.Get(ctx, n, s.vis)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) > 0 {
+			s.poll.Store(int64(minPoll))
+			return msgs, nil
+		}
+		s.poll.Store(int64(min(2*d, maxPoll)))
+	}
+}
+
+// SendAcks implements driver.Subscription.SendAcks: each message is
+// deleted. A message that is gone already (acked before) or whose receipt
+// is stale (its ack deadline passed and another receiver took it) is
+// passed over, as gocloud asks of a driver; the queue service answers
+// both the same way.
+func (s *subscription) SendAcks(ctx context.Context, ids []driver.AckID) error {
+	for _, id := range ids {
+		r := id.(*received)
+		if err := s.q.Delete(ctx, r.msg.ID, r.msg.PopReceipt); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// CanNack implements driver.Subscription.CanNack.
+func (*subscription) CanNack() bool { return true }
+
+// SendNacks implements driver.Subscription.SendNacks: each message is made
+// visible again at once (Update with a visibility timeout of 0, content
+// kept). A message that is gone or taken by another receiver is passed
+// over.
+func (s *subscription) SendNacks(ctx context.Context, ids []driver.AckID) error {
+	for _, id := range ids {
+		r := id.(*received)
+		if _, err := s.q.Update(ctx, r.msg.ID, r.msg.PopReceipt, 0, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// IsRetryable implements driver.Subscription.IsRetryable (see
+// topic.IsRetryable).
+func (*subscription) IsRetryable(error) bool { return false }
+
+// As implements driver.Subscription.As: the queue as *azq.MessageQueue
+// and, by its type, as **azq.Queue or **azure.Queue.
+func (s *subscription) As(i any) bool { return queueAs(s.q, i) }
+
+// ErrorAs implements driver.Subscription.ErrorAs.
+func (*subscription) ErrorAs(err error, i any) bool { return errorAs(err, i) }
+
+// ErrorCode implements driver.Subscription.ErrorCode.
+func (*subscription) ErrorCode(err error) gcerrors.ErrorCode { return errorCode(err) }
+
+// Close implements driver.Subscription.Close. The queue is the caller's
+// and stays open.
+func (*subscription) Close() error { return nil }

@@ -85,6 +85,4 @@ func TestUniversal(t *testing.T) {
 	}
 }
 
-
-
 var testLogger = watermill.NewStdLogger(false, false)

@@ -14,10 +14,12 @@ import (
 )
 
 // Goroutines that are net/http's, not this package's: a client's idle
-// keep-alive connections to azq's test server.
+// keep-alive connections to azq's test server, and the server's side of
+// them.
 var httpGoroutines = []goleak.Option{
-	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-	goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
 }
 
 func TestMain(m *testing.M) {

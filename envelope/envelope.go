@@ -72,25 +72,23 @@ func Encode(e *Envelope) (string, error) {
 
 // Append appends the envelope's text to dst, as Encode returns it.
 func Append(dst []byte, e *Envelope) ([]byte, error) {
-	if !utf8.ValidString(e.ID) {
-		return dst, fmt.Errorf("%w: the ID is not", ErrInvalidUTF8)
-	}
-	for k, v := range e.Metadata {
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return dst, fmt.Errorf("%w: metadata %q is not", ErrInvalidUTF8, k)
-		}
-	}
+	start := len(dst)
 	dst = append(dst, `{"`+memberVersion+`":`...)
-	dst = strconv.AppendInt(dst, Version, 10)
+	dst = append(dst, versionText...)
+	var ok bool
 	if e.ID != "" {
 		dst = append(dst, `,"`+memberID+`":`...)
-		dst = appendString(dst, e.ID)
+		if dst, ok = appendString(dst, e.ID); !ok {
+			return dst[:start], fmt.Errorf("%w: the ID is not", ErrInvalidUTF8)
+		}
 	}
 	if len(e.Metadata) > 0 {
 		dst = append(dst, `,"`+memberMetadata+`":{`...)
 		if len(e.Metadata) == 1 {
 			for k, v := range e.Metadata {
-				dst = appendPair(dst, k, v)
+				if dst, ok = appendPair(dst, k, v); !ok {
+					return dst[:start], fmt.Errorf("%w: metadata %q is not", ErrInvalidUTF8, k)
+				}
 			}
 		} else {
 			keys := make([]string, 0, len(e.Metadata))
@@ -102,23 +100,28 @@ func Append(dst []byte, e *Envelope) ([]byte, error) {
 				if i > 0 {
 					dst = append(dst, ',')
 				}
-				dst = appendPair(dst, k, e.Metadata[k])
+				if dst, ok = appendPair(dst, k, e.Metadata[k]); !ok {
+					return dst[:start], fmt.Errorf("%w: metadata %q is not", ErrInvalidUTF8, k)
+				}
 			}
 		}
 		dst = append(dst, '}')
 	}
 	if len(e.Body) > 0 {
-		if utf8.Valid(e.Body) {
-			dst = append(dst, `,"`+memberBody+`":`...)
-			dst = appendString(dst, e.Body)
-		} else {
-			dst = append(dst, `,"`+memberBody64+`":"`...)
+		bodyStart := len(dst)
+		dst = append(dst, `,"`+memberBody+`":`...)
+		if dst, ok = appendString(dst, e.Body); !ok {
+			// Not UTF-8: base64.
+			dst = append(dst[:bodyStart], `,"`+memberBody64+`":"`...)
 			dst = base64.StdEncoding.AppendEncode(dst, e.Body)
 			dst = append(dst, '"')
 		}
 	}
 	return append(dst, '}'), nil
 }
+
+// versionText is Version as Encode writes it.
+var versionText = strconv.Itoa(Version)
 
 // encodedSizeHint is the length of the envelope's text when nothing needs
 // escaping: enough for Append to write it without growing dst in the
@@ -131,27 +134,41 @@ func encodedSizeHint(e *Envelope) int {
 	return n
 }
 
-func appendPair(dst []byte, k, v string) []byte {
-	dst = appendString(dst, k)
+func appendPair(dst []byte, k, v string) ([]byte, bool) {
+	dst, ok := appendString(dst, k)
+	if !ok {
+		return dst, false
+	}
 	dst = append(dst, ':')
 	return appendString(dst, v)
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s, valid UTF-8, as a JSON string, escaping '"', '\',
-// every control character (U+0000 to U+001F and U+007F) and the two
+// plain[c] reports whether byte c stands for itself in a JSON string as
+// Encode writes it and needs no check when Decode reads it: printable
+// ASCII but '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendString appends s as a JSON string, escaping '"', '\\', every
+// control character (U+0000 to U+001F and U+007F) and the two
 // noncharacters U+FFFE and U+FFFF, none of which may stand in XML text.
-func appendString[T string | []byte](dst []byte, s T) []byte {
+// It reports false, having appended part of s, if s is not valid UTF-8.
+func appendString[T string | []byte](dst []byte, s T) ([]byte, bool) {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plain[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -169,18 +186,30 @@ func appendString[T string | []byte](dst []byte, s T) []byte {
 			start = i
 			continue
 		}
-		// U+FFFE and U+FFFF are EF BF BE and EF BF BF in UTF-8.
-		if c == 0xef && i+2 < len(s) && s[i+1] == 0xbf && (s[i+2] == 0xbe || s[i+2] == 0xbf) {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', 'f', 'f', 'f', hexDigits[s[i+2]&0xf])
-			i += 3
-			start = i
-			continue
+		r, n := decodeRune(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			return dst, false
 		}
-		i++
+		if r == 0xfffe || r == 0xffff {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', 'f', 'f', 'f', hexDigits[r&0xf])
+			start = i + n
+		}
+		i += n
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, '"'), true
+}
+
+// decodeRune is utf8.DecodeRune for a string or a byte slice.
+func decodeRune[T string | []byte](s T) (rune, int) {
+	switch s := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(s)
+	case []byte:
+		return utf8.DecodeRune(s)
+	}
+	panic("unreachable")
 }
 
 // Read returns the envelope that text holds and true, or, if text is not a
@@ -439,6 +468,10 @@ func (d *decoder) string() (string, error) {
 	start := d.i
 	for d.i < len(d.s) {
 		c := d.s[d.i]
+		if plain[c] {
+			d.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			s := d.s[start:d.i]

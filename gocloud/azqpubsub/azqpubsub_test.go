@@ -314,3 +314,16 @@ func TestConnectionStringFromAccountAndKey(t *testing.T) {
 		t.Fatal("no key: no error")
 	}
 }
+
+// appendUUID writes an ID as MessageID.String does.
+func TestAppendUUIDIsMessageIDString(t *testing.T) {
+	for range 100 {
+		m, err := azq.New().Put(context.Background(), "x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(appendUUID(nil, m.ID)); got != m.ID.String() {
+			t.Fatalf("appendUUID = %s, String = %s", got, m.ID)
+		}
+	}
+}

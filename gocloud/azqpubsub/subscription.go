@@ -2,6 +2,7 @@ package azqpubsub
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"sync/atomic"
 	"time"
@@ -126,19 +127,49 @@ func (s *subscription) ReceiveBatch(ctx context.Context, maxMessages int) ([]*dr
 	} else if s.recv == nil {
 		s.poll.Store(int64(minPoll))
 	}
+	// One allocation each for the batch's received and driver messages
+	// and their IDs' text.
+	rs := make([]received, len(msgs))
+	dms := make([]driver.Message, len(msgs))
 	out := make([]*driver.Message, len(msgs))
+	ids := make([]byte, 0, uuidLen*len(msgs))
 	for i := range msgs {
-		r := &received{msg: msgs[i]}
+		ids = appendUUID(ids, msgs[i].ID)
+	}
+	idText := string(ids)
+	for i := range msgs {
+		r := &rs[i]
+		r.msg = msgs[i]
 		e, _ := envelope.Read(r.msg.Content)
-		out[i] = &driver.Message{
-			LoggableID: r.msg.ID.String(),
+		dms[i] = driver.Message{
+			LoggableID: idText[i*uuidLen : (i+1)*uuidLen],
 			Body:       e.Body,
 			Metadata:   e.Metadata,
 			AckID:      r,
 			AsFunc:     r.as,
 		}
+		out[i] = &dms[i]
 	}
 	return out, nil
+}
+
+// uuidLen is the length of a UUID's text, as MessageID.String writes it.
+const uuidLen = 36
+
+// appendUUID appends the text of id, as id.String returns it: lower-case
+// hex digits in groups of 8, 4, 4, 4 and 12, joined by hyphens.
+func appendUUID(dst []byte, id azq.MessageID) []byte {
+	var b [uuidLen]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return append(dst, b[:]...)
 }
 
 // wait waits up to maxWait for messages on a queue that had none visible,

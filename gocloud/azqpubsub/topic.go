@@ -131,20 +131,22 @@ func newTopic(q azq.MessageQueue, f *Fanout, opts *TopicOptions) *topic {
 // failure stops the batch; a fan-out message may then be in some queues
 // already, and a retry puts it there again.
 func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
-	queues := []azq.MessageQueue{t.queue}
+	var queues []azq.MessageQueue // nil for a one-queue topic
 	if t.fanout != nil {
-		queues = t.fanout.snapshot()
-		if len(queues) == 0 {
+		if queues = t.fanout.snapshot(); len(queues) == 0 {
 			return errNoQueues
 		}
 	}
-	var buf []byte
+	buf := bufPool.Get().(*[]byte)
+	defer bufPool.Put(buf)
 	for _, m := range ms {
-		put := t.put
+		put := &t.put
 		if m.BeforeSend != nil {
+			own := t.put // this message's, for BeforeSend to change
+			put = &own
 			asFunc := func(i any) bool {
 				if p, ok := i.(**azq.PutOptions); ok {
-					*p = &put
+					*p = put
 					return true
 				}
 				return false
@@ -154,42 +156,57 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 			}
 		}
 		var err error
-		buf, err = envelope.Append(buf[:0], &envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
+		*buf, err = envelope.Append((*buf)[:0], &envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
 		if err != nil {
 			return err
 		}
-		text := string(buf)
-		var sent []azq.Message
-		if m.AfterSend != nil {
-			sent = make([]azq.Message, 0, len(queues))
-		}
-		for _, q := range queues {
-			pm, err := q.Put(ctx, text, &put)
+		text := string(*buf)
+		if queues == nil {
+			pm, err := t.queue.Put(ctx, text, put)
 			if err != nil {
 				return err
 			}
 			if m.AfterSend != nil {
-				sent = append(sent, pm)
+				if err := m.AfterSend(afterSendAs([]azq.Message{pm})); err != nil {
+					return err
+				}
 			}
+			continue
+		}
+		sent := make([]azq.Message, 0, len(queues))
+		for _, q := range queues {
+			pm, err := q.Put(ctx, text, put)
+			if err != nil {
+				return err
+			}
+			sent = append(sent, pm)
 		}
 		if m.AfterSend != nil {
-			asFunc := func(i any) bool {
-				switch p := i.(type) {
-				case *azq.Message:
-					*p = sent[0]
-				case *[]azq.Message:
-					*p = sent
-				default:
-					return false
-				}
-				return true
-			}
-			if err := m.AfterSend(asFunc); err != nil {
+			if err := m.AfterSend(afterSendAs(sent)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// bufPool holds the buffers SendBatch writes envelopes into.
+var bufPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// afterSendAs is the As of a message's AfterSend: the message as each
+// queue took it.
+func afterSendAs(sent []azq.Message) func(any) bool {
+	return func(i any) bool {
+		switch p := i.(type) {
+		case *azq.Message:
+			*p = sent[0]
+		case *[]azq.Message:
+			*p = sent
+		default:
+			return false
+		}
+		return true
+	}
 }
 
 // IsRetryable implements driver.Topic.IsRetryable: never, since the

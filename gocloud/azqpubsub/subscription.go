@@ -100,17 +100,16 @@ func newSubscription(q azq.MessageQueue, o *SubscriptionOptions) *subscription {
 	return s
 }
 
-// received is one received message: its AckID and what its As exposes.
-type received struct {
-	msg azq.Message
-}
-
-func (r *received) as(i any) bool {
-	if p, ok := i.(*azq.Message); ok {
-		*p = r.msg
-		return true
+// A received message's AckID is a pointer to it, an element of the
+// slice Get returned, and its AsFunc exposes it as *azq.Message.
+func messageAs(m *azq.Message) func(any) bool {
+	return func(i any) bool {
+		if p, ok := i.(*azq.Message); ok {
+			*p = *m
+			return true
+		}
+		return false
 	}
-	return false
 }
 
 // ReceiveBatch implements driver.Subscription.ReceiveBatch.
@@ -127,9 +126,8 @@ func (s *subscription) ReceiveBatch(ctx context.Context, maxMessages int) ([]*dr
 	} else if s.recv == nil {
 		s.poll.Store(int64(minPoll))
 	}
-	// One allocation each for the batch's received and driver messages
-	// and their IDs' text.
-	rs := make([]received, len(msgs))
+	// One allocation each for the batch's driver messages and their IDs'
+	// text.
 	dms := make([]driver.Message, len(msgs))
 	out := make([]*driver.Message, len(msgs))
 	ids := make([]byte, 0, uuidLen*len(msgs))
@@ -138,15 +136,14 @@ func (s *subscription) ReceiveBatch(ctx context.Context, maxMessages int) ([]*dr
 	}
 	idText := string(ids)
 	for i := range msgs {
-		r := &rs[i]
-		r.msg = msgs[i]
-		e, _ := envelope.Read(r.msg.Content)
+		m := &msgs[i]
+		e, _ := envelope.Read(m.Content)
 		dms[i] = driver.Message{
 			LoggableID: idText[i*uuidLen : (i+1)*uuidLen],
 			Body:       e.Body,
 			Metadata:   e.Metadata,
-			AckID:      r,
-			AsFunc:     r.as,
+			AckID:      m,
+			AsFunc:     messageAs(m),
 		}
 		out[i] = &dms[i]
 	}
@@ -217,8 +214,8 @@ func (s *subscription) wait(ctx context.Context, n int) ([]azq.Message, error) {
 // both the same way.
 func (s *subscription) SendAcks(ctx context.Context, ids []driver.AckID) error {
 	for _, id := range ids {
-		r := id.(*received)
-		if err := s.q.Delete(ctx, r.msg.ID, r.msg.PopReceipt); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+		m := id.(*azq.Message)
+		if err := s.q.Delete(ctx, m.ID, m.PopReceipt); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
 			return err
 		}
 	}
@@ -234,8 +231,8 @@ func (*subscription) CanNack() bool { return true }
 // over.
 func (s *subscription) SendNacks(ctx context.Context, ids []driver.AckID) error {
 	for _, id := range ids {
-		r := id.(*received)
-		if _, err := s.q.Update(ctx, r.msg.ID, r.msg.PopReceipt, 0, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+		m := id.(*azq.Message)
+		if _, err := s.q.Update(ctx, m.ID, m.PopReceipt, 0, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
 			return err
 		}
 	}

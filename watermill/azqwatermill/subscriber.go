@@ -19,8 +19,8 @@ const (
 	DefaultBatchSize       = 16
 	DefaultMaxPollInterval = time.Second
 	minPollInterval        = 50 * time.Millisecond
-	// releaseTimeout bounds the requests that hand held messages back
-	// when a subscription ends.
+	// releaseTimeout bounds the requests a subscription makes after its
+	// end: those in flight, and those that hand held messages back.
 	releaseTimeout = 10 * time.Second
 )
 
@@ -195,17 +195,29 @@ type lease struct {
 // consumer is one subscription: the goroutine's state.
 type consumer struct {
 	q      azq.MessageQueue
-	recv   receiver // nil: poll q
+	recv   receiver        // nil: poll q
+	req    context.Context // of requests to q (see graceContext)
 	cfg    *SubscriberConfig
 	clk    clock.Clock
 	out    chan *message.Message
 	logger watermill.LoggerAdapter
 	held   []lease       // held[0] is the one being delivered
 	poll   time.Duration // the next wait of an empty polled queue
+	timer  *clock.Timer  // the renewal timer; nil until a first delivery
+	// timerAt is when timer fires; zero once it has fired.
+	timerAt time.Time
 }
 
 func (c *consumer) run(ctx context.Context) {
+	var endRequests func()
+	c.req, endRequests = graceContext(ctx, releaseTimeout)
+	defer endRequests()
 	defer c.release()
+	defer func() {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+	}()
 	for ctx.Err() == nil {
 		if len(c.held) == 0 {
 			c.fetch(ctx)
@@ -223,9 +235,7 @@ func (c *consumer) run(ctx context.Context) {
 // after a failure, backing off) if none come.
 func (c *consumer) fetch(ctx context.Context) {
 	start := c.clk.Now()
-	rctx, cancel := requestContext(ctx)
-	msgs, err := c.q.Get(rctx, c.cfg.BatchSize, c.cfg.VisibilityTimeout)
-	cancel()
+	msgs, err := c.q.Get(c.req, c.cfg.BatchSize, c.cfg.VisibilityTimeout)
 	if err == nil && len(msgs) == 0 && c.recv != nil {
 		msgs, err = c.recv.Receive(ctx, c.cfg.BatchSize, c.cfg.VisibilityTimeout)
 		start = c.clk.Now()
@@ -286,29 +296,25 @@ func (c *consumer) deliver(ctx context.Context) {
 // goes on.
 func (c *consumer) await(ctx context.Context, wm *message.Message, out *chan *message.Message) bool {
 	l := &c.held[0]
-	var renewal <-chan time.Time // none if every held lease is lost
-	if next := c.nextRenewal(); !next.IsZero() {
-		t := c.clk.Timer(next.Sub(c.clk.Now()))
-		defer t.Stop()
-		renewal = t.C
-	}
+	renewal := c.renewalTimer()
 	select {
 	case *out <- wm:
 		*out = nil
 		return true
 	case <-wm.Acked():
-		c.ack(ctx, l)
+		c.ack(l)
 	case <-wm.Nacked():
-		c.nack(ctx, l)
+		c.nack(l)
 	case <-renewal:
-		c.renew(ctx)
+		c.timerAt = time.Time{} // spent
+		c.renew()
 		return true
 	case <-ctx.Done():
 		select {
 		case <-wm.Acked():
 			// Acked as the subscription ended: delete it rather than
 			// hand it back.
-			c.ack(ctx, l)
+			c.ack(l)
 		default:
 			return false // handed back by run
 		}
@@ -317,23 +323,44 @@ func (c *consumer) await(ctx context.Context, wm *message.Message, out *chan *me
 	return false
 }
 
-// requestContext returns the context of a request to the queue: ctx's
-// values, but not its end, for up to releaseTimeout. A request that the
-// subscription's end cancelled in flight may still have been carried out
-// by a remote service: a Get would have hidden messages whose receipts
-// never arrive, an Update changed a receipt, and those messages would
-// stay out of everyone's reach until their leases end. So a request is
-// let finish, and what it took is handed back; only the wait for messages
-// (Receive) ends with the subscription.
-func requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+// graceContext returns the context of the requests a subscription makes
+// to its queue: ctx's values, ending grace after ctx ends (or when end is
+// called). A request that the subscription's end cancelled in flight may
+// still have been carried out by a remote service: a Get would have
+// hidden messages whose receipts never arrive, an Update changed a
+// receipt, and those messages would stay out of everyone's reach until
+// their leases end. So a request is let finish, within the grace, and
+// what it took is handed back; only the wait for messages (Receive) ends
+// with the subscription.
+func graceContext(ctx context.Context, grace time.Duration) (req context.Context, end func()) {
+	req, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var (
+		mu    sync.Mutex  // guards timer and ended
+		timer *time.Timer // the grace, once ctx has ended
+		ended bool        // end was called
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			timer = time.AfterFunc(grace, cancel)
+		}
+	})
+	return req, func() {
+		stop()
+		mu.Lock()
+		ended = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
 
 // ack deletes an acked message.
-func (c *consumer) ack(ctx context.Context, l *lease) {
-	ctx, cancel := requestContext(ctx)
-	defer cancel()
-	err := c.q.Delete(ctx, l.msg.ID, l.msg.PopReceipt)
+func (c *consumer) ack(l *lease) {
+	err := c.q.Delete(c.req, l.msg.ID, l.msg.PopReceipt)
 	switch {
 	case err == nil:
 	case errors.Is(err, azq.ErrMessageNotFound):
@@ -346,12 +373,29 @@ func (c *consumer) ack(ctx context.Context, l *lease) {
 }
 
 // nack makes a nacked message visible again after NackDelay.
-func (c *consumer) nack(ctx context.Context, l *lease) {
-	ctx, cancel := requestContext(ctx)
-	defer cancel()
-	if _, err := c.q.Update(ctx, l.msg.ID, l.msg.PopReceipt, c.cfg.NackDelay, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+func (c *consumer) nack(l *lease) {
+	if _, err := c.q.Update(c.req, l.msg.ID, l.msg.PopReceipt, c.cfg.NackDelay, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
 		c.logger.Error("Cannot hand a nacked message back; it comes back when its lease ends", err, watermill.LogFields{"message_id": l.msg.ID.String()})
 	}
+}
+
+// renewalTimer returns the channel of a timer set for the next renewal
+// of a held lease, or nil if every held lease is lost. The one timer is
+// kept across the events of deliveries and reset only when the next
+// renewal moves.
+func (c *consumer) renewalTimer() <-chan time.Time {
+	next := c.nextRenewal()
+	if next.IsZero() {
+		return nil
+	}
+	switch {
+	case c.timer == nil:
+		c.timer = c.clk.Timer(next.Sub(c.clk.Now()))
+	case !next.Equal(c.timerAt):
+		c.timer.Reset(next.Sub(c.clk.Now()))
+	}
+	c.timerAt = next
+	return c.timer.C
 }
 
 // nextRenewal is when the first held lease is due for renewal.
@@ -366,16 +410,14 @@ func (c *consumer) nextRenewal() time.Time {
 }
 
 // renew renews the leases that are due.
-func (c *consumer) renew(ctx context.Context) {
+func (c *consumer) renew() {
 	now := c.clk.Now()
 	for i := range c.held {
 		l := &c.held[i]
 		if l.lost || l.renewAt.After(now) {
 			continue
 		}
-		rctx, cancel := requestContext(ctx)
-		res, err := c.q.Update(rctx, l.msg.ID, l.msg.PopReceipt, c.cfg.VisibilityTimeout, nil)
-		cancel()
+		res, err := c.q.Update(c.req, l.msg.ID, l.msg.PopReceipt, c.cfg.VisibilityTimeout, nil)
 		switch {
 		case err == nil:
 			l.msg.PopReceipt, l.msg.NextVisibleTime = res.PopReceipt, res.NextVisibleTime
@@ -394,8 +436,7 @@ func (c *consumer) renew(ctx context.Context) {
 // release hands every held message back to the queue, visible at once,
 // as the subscription ends.
 func (c *consumer) release() {
-	ctx, cancel := requestContext(context.Background())
-	defer cancel()
+	ctx := c.req
 	for _, l := range c.held {
 		if l.lost {
 			continue

@@ -1,7 +1,6 @@
 package azqwatermill
 
 import (
-	"os"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -22,10 +21,9 @@ var httpGoroutines = []goleak.Option{
 	goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
 }
 
+// TestMain fails the run if any goroutine is left when every test and
+// benchmark has ended.
 func TestMain(m *testing.M) {
-	if os.Getenv("AZQ_WATERMILL_NO_LEAK_CHECK") != "" {
-		os.Exit(m.Run())
-	}
 	goleak.VerifyTestMain(m, httpGoroutines...)
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"gocloud.dev/gcerrors"
 	"gocloud.dev/pubsub"
+	"gocloud.dev/pubsub/driver"
 )
 
 // A message that another producer put without an envelope is received
@@ -325,5 +328,98 @@ func TestAppendUUIDIsMessageIDString(t *testing.T) {
 		if got := string(appendUUID(nil, m.ID)); got != m.ID.String() {
 			t.Fatalf("appendUUID = %s, String = %s", got, m.ID)
 		}
+	}
+}
+
+// countingQueue is an in-memory queue that cannot wait for messages, as a
+// remote one cannot, and counts its Gets.
+type countingQueue struct {
+	q    *azq.Queue
+	clk  clock.Clock
+	gets atomic.Int64
+}
+
+func (c *countingQueue) Clock() clock.Clock { return c.clk }
+func (c *countingQueue) Put(ctx context.Context, s string, o *azq.PutOptions) (azq.Message, error) {
+	return c.q.Put(ctx, s, o)
+}
+func (c *countingQueue) Get(ctx context.Context, n int, v time.Duration) ([]azq.Message, error) {
+	c.gets.Add(1)
+	return c.q.Get(ctx, n, v)
+}
+func (c *countingQueue) Peek(ctx context.Context, n int) ([]azq.Message, error) {
+	return c.q.Peek(ctx, n)
+}
+func (c *countingQueue) Update(ctx context.Context, id azq.MessageID, r azq.PopReceipt, v time.Duration, s *string) (azq.UpdateResult, error) {
+	return c.q.Update(ctx, id, r, v, s)
+}
+func (c *countingQueue) Delete(ctx context.Context, id azq.MessageID, r azq.PopReceipt) error {
+	return c.q.Delete(ctx, id, r)
+}
+func (c *countingQueue) Clear(ctx context.Context) error { return c.q.Clear(ctx) }
+func (c *countingQueue) ApproximateCount(ctx context.Context) (int, error) {
+	return c.q.ApproximateCount(ctx)
+}
+
+// An idle subscription on a queue that cannot wait (a remote one) asks it
+// about once a second however often ReceiveBatch is called, each call
+// waiting a quarter of a second at most; a message is then taken at the
+// next poll, and polling is quick again while messages come.
+func TestIdlePolledSubscriptionAsksAboutOnceASecond(t *testing.T) {
+	ctx := context.Background()
+	mock := clock.NewMock()
+	cq := &countingQueue{q: azq.New(azq.WithClock(mock)), clk: mock}
+	ds := newSubscription(cq, &SubscriptionOptions{})
+	// receive calls ReceiveBatch, moving the mock clock until it returns,
+	// and returns what it got and how long it took on the mock clock.
+	receive := func() ([]*driver.Message, time.Duration) {
+		start := mock.Now()
+		type result struct {
+			ms  []*driver.Message
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			ms, err := ds.ReceiveBatch(ctx, 32)
+			done <- result{ms, err}
+		}()
+		for {
+			select {
+			case r := <-done:
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				return r.ms, mock.Now().Sub(start)
+			default:
+				mock.Add(10 * time.Millisecond)
+				runtime.Gosched()
+			}
+		}
+	}
+	for mock.Now().Sub(time.Unix(0, 0)) < 20*time.Second {
+		ms, took := receive()
+		if len(ms) != 0 {
+			t.Fatalf("received %d messages from an empty queue", len(ms))
+		}
+		if took > maxWait+50*time.Millisecond {
+			t.Fatalf("an empty ReceiveBatch took %v, more than about %v", took, maxWait)
+		}
+	}
+	if gets := cq.gets.Load(); gets < 15 || gets > 30 {
+		t.Fatalf("%d Gets in 20 idle seconds, want about one a second", gets)
+	}
+	if _, err := cq.Put(ctx, "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []*driver.Message
+	for elapsed := time.Duration(0); len(got) == 0; {
+		ms, took := receive()
+		got, elapsed = ms, elapsed+took
+		if elapsed > maxPoll+100*time.Millisecond {
+			t.Fatalf("the message was not received within a poll interval (%v)", elapsed)
+		}
+	}
+	if err := ds.SendAcks(ctx, []driver.AckID{got[0].AckID}); err != nil {
+		t.Fatal(err)
 	}
 }

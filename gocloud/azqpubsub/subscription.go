@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/azqlib/azq"
@@ -26,13 +26,16 @@ var (
 
 const (
 	// maxWait is how long ReceiveBatch waits for a message when none is
-	// visible, as gocloud asks of a driver (about a second).
-	maxWait = time.Second
+	// visible, as gocloud asks of a driver (less than about a second),
+	// and as long as its in-memory and SQS drivers wait: the portable
+	// type waits for every ReceiveBatch of a round before it starts the
+	// next, so a long wait in one stalls the others' successors.
+	maxWait = 250 * time.Millisecond
 	// minPoll and maxPoll bound the interval between the Gets of a
 	// subscription on a queue that cannot wait for messages (a remote
 	// one): it doubles while the queue stays empty, so that an idle
-	// subscription costs about one request a second, and falls back to
-	// minPoll when a message comes.
+	// subscription costs about one request a second however often
+	// ReceiveBatch is called, and is reset when a message comes.
 	minPoll = 50 * time.Millisecond
 	maxPoll = time.Second
 )
@@ -62,7 +65,10 @@ type subscription struct {
 	recv receiver // nil: poll q
 	clk  clock.Clock
 	vis  time.Duration
-	poll atomic.Int64 // the next poll interval of an idle polled queue, in ns
+
+	mu       sync.Mutex    // guards next and interval
+	next     time.Time     // when a polled queue may be asked again; zero: now
+	interval time.Duration // the current poll interval; 0 while messages come
 }
 
 var _ driver.Subscription = (*subscription)(nil)
@@ -115,16 +121,17 @@ func messageAs(m *azq.Message) func(any) bool {
 // ReceiveBatch implements driver.Subscription.ReceiveBatch.
 func (s *subscription) ReceiveBatch(ctx context.Context, maxMessages int) ([]*driver.Message, error) {
 	n := max(1, min(maxMessages, 32))
-	msgs, err := s.q.Get(ctx, n, s.vis)
-	if err != nil {
-		return nil, err
-	}
-	if len(msgs) == 0 {
-		if msgs, err = s.wait(ctx, n); err != nil || len(msgs) == 0 {
-			return nil, err
+	var msgs []azq.Message
+	var err error
+	if s.recv != nil {
+		if msgs, err = s.q.Get(ctx, n, s.vis); err == nil && len(msgs) == 0 {
+			msgs, err = s.receive(ctx, n)
 		}
-	} else if s.recv == nil {
-		s.poll.Store(int64(minPoll))
+	} else {
+		msgs, err = s.poll(ctx, n)
+	}
+	if err != nil || len(msgs) == 0 {
+		return nil, err
 	}
 	// One allocation each for the batch's driver messages and their IDs'
 	// text.
@@ -169,41 +176,58 @@ func appendUUID(dst []byte, id azq.MessageID) []byte {
 	return append(dst, b[:]...)
 }
 
-// wait waits up to maxWait for messages on a queue that had none visible,
-// and returns what it then got (none if the wait ran out).
-func (s *subscription) wait(ctx context.Context, n int) ([]azq.Message, error) {
-	if s.recv != nil {
-		wctx, cancel := s.clk.WithTimeout(ctx, maxWait)
-		defer cancel()
-		msgs, err := s.recv.Receive(wctx, n, s.vis)
-		if err != nil && ctx.Err() == nil && wctx.Err() != nil {
-			return nil, nil // waited long enough: nothing
-		}
-		return msgs, err
+// receive waits up to maxWait for messages on a queue that can wait, and
+// returns what came (none if the wait ran out).
+func (s *subscription) receive(ctx context.Context, n int) ([]azq.Message, error) {
+	wctx, cancel := s.clk.WithTimeout(ctx, maxWait)
+	defer cancel()
+	msgs, err := s.recv.Receive(wctx, n, s.vis)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return nil, nil // waited long enough: nothing
 	}
+	return msgs, err
+}
+
+// poll gets messages from a queue that cannot wait: at once while
+// messages come, and otherwise when the poll interval allows, for up to
+// maxWait.
+func (s *subscription) poll(ctx context.Context, n int) ([]azq.Message, error) {
 	deadline := s.clk.Now().Add(maxWait)
 	for {
-		rest := deadline.Sub(s.clk.Now())
-		if rest <= 0 {
-			return nil, nil
-		}
-		d := max(time.Duration(s.poll.Load()), minPoll)
-		t := s.clk.Timer(min(d, rest))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		s.mu.Lock()
+		next := s.next
+		s.mu.Unlock()
+		if now := s.clk.Now(); now.Before(next) {
+			wait := next.Sub(now)
+			if !next.Before(deadline) {
+				wait = deadline.Sub(now)
+			}
+			t := s.clk.Timer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			if !next.Before(deadline) {
+				return nil, nil
+			}
 		}
 		msgs, err := s.q.Get(ctx, n, s.vis)
 		if err != nil {
 			return nil, err
 		}
+		s.mu.Lock()
 		if len(msgs) > 0 {
-			s.poll.Store(int64(minPoll))
+			s.interval, s.next = 0, time.Time{}
+		} else {
+			s.interval = min(max(2*s.interval, minPoll), maxPoll)
+			s.next = s.clk.Now().Add(s.interval)
+		}
+		s.mu.Unlock()
+		if len(msgs) > 0 {
 			return msgs, nil
 		}
-		s.poll.Store(int64(min(2*d, maxPoll)))
 	}
 }
 

@@ -22,6 +22,9 @@ type Snapshot struct {
 	// Oldest is the insertion time of the oldest message; zero when the
 	// queue is empty.
 	Oldest time.Time
+	// OldestVisible is the insertion time of the oldest visible message;
+	// zero when none is visible.
+	OldestVisible time.Time
 	// Messages holds the oldest messages, up to the number asked for, in
 	// insertion order. Their PopReceipt is zero: a snapshot hands out no
 	// receipts.
@@ -49,8 +52,10 @@ func (q *Queue) Inspect(ctx context.Context, max int) (Snapshot, error) {
 		refs = make([]ref, 0, q.count)
 	}
 	var (
-		oldest int64 // the earliest insertion time, once seen is set
-		seen   bool
+		oldest    int64 // the earliest insertion time, once seen is set
+		seen      bool
+		oldestVis int64 // the same for visible messages, once seenVis is set
+		seenVis   bool
 	)
 	for slot := uint32(0); slot < q.store.next; slot++ {
 		n := q.store.at(slot)
@@ -59,6 +64,8 @@ func (q *Queue) Inspect(ctx context.Context, max int) (Snapshot, error) {
 		}
 		if n.visible > now {
 			s.Invisible++
+		} else if !seenVis || n.inserted < oldestVis {
+			oldestVis, seenVis = n.inserted, true
 		}
 		if !seen || n.inserted < oldest {
 			oldest, seen = n.inserted, true
@@ -69,6 +76,9 @@ func (q *Queue) Inspect(ctx context.Context, max int) (Snapshot, error) {
 	}
 	if seen {
 		s.Oldest = fromNanos(oldest)
+	}
+	if seenVis {
+		s.OldestVisible = fromNanos(oldestVis)
 	}
 	slices.SortFunc(refs, func(a, b ref) int {
 		switch {

@@ -29,18 +29,20 @@ func (s *queueModel) Inspect(t *rapid.T) {
 		t.Fatalf("Inspect: Time %v, want the clock's %v", snap.Time, now)
 	}
 	invisible := 0
-	var oldest time.Time
+	var oldest, oldestVisible time.Time
 	for i, m := range s.live {
 		if !m.visible(now) {
 			invisible++
+		} else if oldestVisible.IsZero() || m.inserted.Before(oldestVisible) {
+			oldestVisible = m.inserted
 		}
 		if i == 0 || m.inserted.Before(oldest) {
 			oldest = m.inserted
 		}
 	}
-	if snap.Count != len(s.live) || snap.Invisible != invisible || !snap.Oldest.Equal(oldest) {
-		t.Fatalf("Inspect: count %d, invisible %d, oldest %v; want %d, %d, %v",
-			snap.Count, snap.Invisible, snap.Oldest, len(s.live), invisible, oldest)
+	if snap.Count != len(s.live) || snap.Invisible != invisible || !snap.Oldest.Equal(oldest) || !snap.OldestVisible.Equal(oldestVisible) {
+		t.Fatalf("Inspect: count %d, invisible %d, oldest %v, oldest visible %v; want %d, %d, %v, %v",
+			snap.Count, snap.Invisible, snap.Oldest, snap.OldestVisible, len(s.live), invisible, oldest, oldestVisible)
 	}
 	want := len(s.live) // s.live is in insertion order
 	if max >= 0 {
@@ -82,7 +84,8 @@ func TestInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Count != 3 || snap.Invisible != 2 || !snap.Oldest.Equal(time.Unix(0, 0)) || !snap.Time.Equal(clk.Now()) {
+	if snap.Count != 3 || snap.Invisible != 2 || !snap.Oldest.Equal(time.Unix(0, 0)) || !snap.OldestVisible.Equal(time.Unix(2, 0)) ||
+		!snap.Time.Equal(clk.Now()) {
 		t.Fatalf("snapshot %+v", snap)
 	}
 	var got []string

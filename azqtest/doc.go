@@ -25,4 +25,14 @@
 //	srv := azqtest.NewServer(t)
 //	q, err := azure.NewQueueFromConnectionString(srv.ConnectionString, "jobs",
 //		&azure.Options{Clock: srv.Clock})
+//
+// The server can have Azure's bad days on demand: Server.Faults takes
+// fault rules (package faults) and a throttle, and Server.Metrics counts
+// what it answered. FaultyQueue applies the same rules to any
+// azq.MessageQueue in process, with the errors package azure would return,
+// so that a consumer's retry and duplicate handling can be tested on the
+// in-memory back end under a mock clock:
+//
+//	fq := azqtest.NewFaultyQueue(q, injector, azqtest.FaultyOptions{})
+//	w := worker.New(fq, handle, worker.Options{Clock: mock, Poison: ...})
 package azqtest

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 	"github.com/benbjohnson/clock"
 )
@@ -35,6 +37,14 @@ type Server struct {
 	Service *azq.Service
 	// Handler is the REST handler, for tests that want to wrap it.
 	Handler *server.Server
+	// Faults decides the faults requests meet (package faults), on Clock.
+	// It starts with no rules and no throttle; add some to make the
+	// server have a bad day.
+	Faults *faults.Injector
+	// Metrics counts the requests the server answers, its queues and the
+	// faults' hits; Metrics.Snapshot reads the counts,
+	// Metrics.WritePrometheus the Prometheus text azqd serves at /metrics.
+	Metrics *metrics.Recorder
 
 	hs    *httptest.Server
 	close sync.Once
@@ -47,7 +57,14 @@ func NewServer(t testing.TB) *Server {
 	mock := clock.NewMock()
 	mock.Set(time.Now().UTC().Truncate(time.Second))
 	acct := server.DevelopmentAccount()
-	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock})
+	inj, err := faults.New(faults.Options{Clock: mock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := metrics.NewRecorder()
+	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe})
+	rec.WatchService(acct.Name, h.Service(acct.Name))
+	rec.WatchFaults(inj)
 	hs := httptest.NewServer(h)
 	endpoint := hs.URL + "/" + acct.Name
 	s := &Server{
@@ -58,6 +75,8 @@ func NewServer(t testing.TB) *Server {
 		Clock:            mock,
 		Service:          h.Service(acct.Name),
 		Handler:          h,
+		Faults:           inj,
+		Metrics:          rec,
 		hs:               hs,
 	}
 	t.Cleanup(s.Close)

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,8 +30,9 @@ type OAuthOptions struct {
 	// Keys verify token signatures. A token must be signed by one of them
 	// (the ones whose ID matches the token's "kid", and the ones without
 	// an ID). With no keys, signatures are not checked, as in Azurite's
-	// "basic" OAuth mode: any token of the right shape and claims passes,
-	// so tests can mint tokens without a key pair.
+	// "basic" OAuth mode: any signed token of the right shape and claims
+	// passes, so tests can mint tokens without a key pair. An unsigned
+	// token (alg "none", or an empty signature) is refused either way.
 	Keys []OAuthKey
 }
 
@@ -177,6 +181,9 @@ func (v *bearerVerifier) verify(token string, a authRequest) string {
 	if len(token) > maxBearerToken {
 		return fmt.Sprintf("The bearer token is longer than %d bytes.", maxBearerToken)
 	}
+	if why := checkAlgorithm(token, len(v.keys) > 0); why != "" {
+		return "Signature validation failed. " + why
+	}
 	var claims jwt.RegisteredClaims
 	if len(v.keys) == 0 {
 		if _, _, err := v.parser.ParseUnverified(token, &claims); err != nil {
@@ -205,6 +212,46 @@ func (v *bearerVerifier) verify(token string, a authRequest) string {
 		return why
 	}
 	return checkIssuer(claims.Issuer)
+}
+
+// checkAlgorithm refuses, before any key is looked at, a token that is
+// not signed (alg "none", or no signature) whether or not keys are
+// configured, and, with keys, one whose algorithm is not among
+// signatureAlgorithms. A token whose header cannot be read is left to the
+// parser, which says how it is malformed.
+func checkAlgorithm(token string, keyed bool) string {
+	head, rest, ok := strings.Cut(token, ".")
+	if !ok {
+		return ""
+	}
+	_, sig, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(head, "="))
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Alg *string `json:"alg"`
+	}
+	if json.Unmarshal(raw, &h) != nil || h.Alg == nil {
+		return ""
+	}
+	alg := *h.Alg
+	switch {
+	case strings.EqualFold(alg, "none"):
+		return `The token is unsigned (alg "none"); only signed tokens are accepted.`
+	case sig == "":
+		return fmt.Sprintf("The token has no signature, though its header names the algorithm %q.", truncate(alg, 32))
+	case slices.Contains(signatureAlgorithms, alg):
+		return ""
+	case keyed:
+		return fmt.Sprintf("The token's signing algorithm %q is not accepted; want one of %s.", truncate(alg, 32), strings.Join(signatureAlgorithms, ", "))
+	case jwt.GetSigningMethod(alg) == nil:
+		return fmt.Sprintf("The token's signing algorithm %q is unknown.", truncate(alg, 32))
+	}
+	return ""
 }
 
 // keyFor returns the keys that may have signed the token: those whose ID

@@ -194,7 +194,7 @@ func TestBearerRequest(t *testing.T) {
 		{"payload not JSON", func() authRequest { return bearerRequest("eyJhbGciOiJFUzI1NiJ9.bm90IGpzb24.c2ln", opPutMessage) }, "InvalidAuthenticationInfo", 401, "The bearer token is not a well-formed"},
 		{"unknown algorithm", func() authRequest {
 			return bearerRequest("eyJhbGciOiJYWVoifQ.e30.c2ln", opPutMessage) // {"alg":"XYZ"}.{}
-		}, "InvalidAuthenticationInfo", 401, "The bearer token is not a well-formed"},
+		}, "InvalidAuthenticationInfo", 401, `Signature validation failed. The token's signing algorithm "XYZ" is unknown.`},
 		{"token too long", func() authRequest { return bearerRequest(strings.Repeat("a", maxBearerToken+1), opPutMessage) }, "InvalidAuthenticationInfo", 401, "The bearer token is longer"},
 		{"two headers", func() authRequest {
 			a := bearerRequest(good, opPutMessage)
@@ -283,8 +283,13 @@ func TestBearerSignature(t *testing.T) {
 		{"Ed25519", edToken, []OAuthKey{{Key: edPub}}, true, ""},
 		{"Ed25519 token, EC key", edToken, []OAuthKey{mine}, false, "Signature validation failed."},
 		{"HMAC is refused", hsToken, []OAuthKey{mine}, false, "Signature validation failed."},
-		{"alg none is refused", noneToken, []OAuthKey{mine}, false, "Signature validation failed."},
-		{"without keys, no signature is checked", noneToken, nil, true, ""},
+		{"alg none is refused", noneToken, []OAuthKey{mine}, false, `Signature validation failed. The token is unsigned (alg "none")`},
+		{"without keys, alg none is refused too", noneToken, nil, false, `Signature validation failed. The token is unsigned (alg "none")`},
+		{"without keys, a token without its signature is refused", good[:strings.LastIndexByte(good, '.')+1], nil, false,
+			`Signature validation failed. The token has no signature, though its header names the algorithm "ES256".`},
+		{"without keys, no signature is checked", hsToken, nil, true, ""},
+		{"an unknown algorithm is named as such", "eyJhbGciOiJYWVoifQ.e30.c2ln", []OAuthKey{mine}, false, // {"alg":"XYZ"}.{}
+			`Signature validation failed. The token's signing algorithm "XYZ" is not accepted; want one of RS256,`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

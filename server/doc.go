@@ -33,4 +33,13 @@
 // Time (the Date header, message timestamps, SAS validity) comes from the
 // clock of the account's Service, so tests can drive a whole SDK session
 // with a mock clock.
+//
+// Options.Faults gives the server Azure's bad days on demand (package
+// faults): each request that reaches its operation may be delayed,
+// answered with 503 ServerBusy, 500 InternalError or OperationTimedOut, cut
+// off or have its connection closed or reset, or take effect and then lose
+// its answer, so that a client's retries meet the consequences; and it may
+// be throttled past a rate per queue and per account. Options.Observe hears
+// of every answered request, for metrics (package metrics). With neither
+// set, serving a request costs what it did without them.
 package server

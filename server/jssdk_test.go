@@ -21,6 +21,24 @@ import (
 // testdata/jssdk); under CI a missing SDK fails the test instead of
 // skipping it.
 func TestJavaScriptSDK(t *testing.T) {
+	srv := server.New(server.Options{})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close() })
+	out := runJavaScript(t, "sdk.mjs", server.DevelopmentAccount().ConnectionString(hs.URL+"/devstoreaccount1"))
+	var res struct {
+		OK      bool     `json:"ok"`
+		Checked []string `json:"checked"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || !res.OK || len(res.Checked) != 8 {
+		t.Fatalf("sdk.mjs reported %s (%v)", out, err)
+	}
+}
+
+// runJavaScript runs script of testdata/jssdk with node, the SDK's
+// connection string in AZQ_CONNECTION_STRING, and returns its standard
+// output. Under CI a missing node or SDK fails the test.
+func runJavaScript(t *testing.T, script, connectionString string) []byte {
+	t.Helper()
 	dir := filepath.Join("testdata", "jssdk")
 	node, err := exec.LookPath("node")
 	if err == nil {
@@ -30,30 +48,20 @@ func TestJavaScriptSDK(t *testing.T) {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("node or the JavaScript SDK is missing (%v); .ci/run installs them", err)
 		}
-		t.Skipf("node or the JavaScript SDK is missing (%v); run npm ci in %s", err, dir)
+		t.Skipf("node or the JavaScript SDK is missing (%v); from the repository's root, run: (cd server/testdata/jssdk && npm ci)", err)
 	}
-	srv := server.New(server.Options{})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "sdk.mjs")
+	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AZQ_CONNECTION_STRING="+server.DevelopmentAccount().ConnectionString(hs.URL+"/devstoreaccount1"))
+	cmd.Env = append(os.Environ(), "AZQ_CONNECTION_STRING="+connectionString)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = ee.Stderr
 		}
-		t.Fatalf("sdk.mjs: %v\n%s\n%s", err, out, stderr)
+		t.Fatalf("%s: %v\n%s\n%s", script, err, out, stderr)
 	}
-	var res struct {
-		OK      bool     `json:"ok"`
-		Checked []string `json:"checked"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil || !res.OK || len(res.Checked) != 8 {
-		t.Fatalf("sdk.mjs reported %s (%v)", out, err)
-	}
+	return out
 }

@@ -295,10 +295,11 @@ func (p *serviceProperties) appendXML(b []byte) []byte {
 	b = append(b, "<StorageServiceProperties><Logging><Version>"...)
 	b = appendEscaped(b, p.logging.version)
 	b = append(b, "</Version>"...)
-	// The documented order: Version, Delete, Read, Write.
-	b = appendBoolElem(b, "Delete", p.logging.del)
+	// Azure's order, as its answers show it: Version, Read, Write,
+	// Delete (the REST reference lists Delete first).
 	b = appendBoolElem(b, "Read", p.logging.read)
 	b = appendBoolElem(b, "Write", p.logging.write)
+	b = appendBoolElem(b, "Delete", p.logging.del)
 	b = appendRetention(b, p.logging.retention)
 	b = append(b, "</Logging>"...)
 	b = appendMetrics(b, "HourMetrics", p.hour)

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"encoding/xml"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/azqlib/azq"
 )
@@ -157,7 +159,22 @@ type aclDoc struct {
 	} `xml:"SignedIdentifier"`
 }
 
+// Azure's reasons for a Set Queue ACL body it refuses (InvalidXmlDocument).
+const (
+	reasonACLID       = "Signed identifier ID cannot be empty or over 64 characters in length"
+	reasonACLTooMany  = "At most 5 signed identifier is allowed in the request body"
+	maxSignedIDLength = 64
+)
+
 // parseACL reads a Set Queue ACL body. An empty body clears the ACL.
+//
+// Azure checks each SignedIdentifier as it finishes reading it: a bad
+// permission first (InvalidXmlDocument with line and position 0 and an
+// empty reason), then an empty or over-long Id, then an Id seen before,
+// both reported at the line and position of the node that follows the
+// identifier; only after the whole body, that there are at most five.
+// The core checks the same rules again; these checks come first so that
+// the answer carries Azure's details.
 func parseACL(body []byte) ([]azq.AccessPolicy, error) {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil, nil
@@ -166,12 +183,33 @@ func parseACL(body []byte) ([]azq.AccessPolicy, error) {
 	if err := unmarshalXML(body, &doc); err != nil {
 		return nil, err
 	}
+	ends := identifierEnds(body)
 	ps := make([]azq.AccessPolicy, 0, len(doc.Identifiers))
-	for _, si := range doc.Identifiers {
-		if si.ID == nil {
-			return nil, xmlError(azq.CodeInvalidXMLDocument, 0, 0, "a SignedIdentifier has no Id")
+	for i, si := range doc.Identifiers {
+		var p azq.AccessPolicy
+		if si.ID != nil {
+			p.ID = *si.ID
 		}
-		p := azq.AccessPolicy{ID: *si.ID}
+		if si.Policy != nil && si.Policy.Permission != nil {
+			p.Permission = *si.Policy.Permission
+			for _, c := range p.Permission {
+				if !strings.ContainsRune("raup", c) {
+					return nil, xmlErrorAt(azq.CodeInvalidXMLDocument, 0, 0, "")
+				}
+			}
+		}
+		line, pos := 0, 0
+		if i < len(ends) {
+			line, pos = nextNodePosition(body, ends[i])
+		}
+		if p.ID == "" || utf8.RuneCountInString(p.ID) > maxSignedIDLength {
+			return nil, xmlErrorAt(azq.CodeInvalidXMLDocument, line, pos, reasonACLID)
+		}
+		for _, prev := range ps {
+			if prev.ID == p.ID {
+				return nil, xmlErrorAt(azq.CodeInvalidXMLDocument, line, pos, "Signed identifier "+truncate(p.ID, 64)+" not unique")
+			}
+		}
 		if si.Policy != nil {
 			var err error
 			if si.Policy.Start != nil {
@@ -184,13 +222,62 @@ func parseACL(body []byte) ([]azq.AccessPolicy, error) {
 					return nil, err
 				}
 			}
-			if si.Policy.Permission != nil {
-				p.Permission = *si.Policy.Permission
-			}
 		}
 		ps = append(ps, p)
 	}
+	if len(ps) > azq.MaxAccessPolicies {
+		return nil, xmlErrorAt(azq.CodeInvalidXMLDocument, 0, 0, reasonACLTooMany)
+	}
 	return ps, nil
+}
+
+// identifierEnds returns the byte offset just past the end tag of each
+// SignedIdentifier element of a well-formed SignedIdentifiers document.
+func identifierEnds(body []byte) []int {
+	d := xml.NewDecoder(bytes.NewReader(body))
+	var ends []int
+	depth := 0
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return ends
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			depth++
+		case xml.EndElement:
+			if depth == 2 && t.Name.Local == "SignedIdentifier" {
+				ends = append(ends, int(d.InputOffset()))
+			}
+			depth--
+		}
+	}
+}
+
+// nextNodePosition is where Azure's XML reader stands after reading an
+// element that ends at offset off: on the next node, skipping white
+// space, whose position is that of its name (past "<" or "</"), as .NET's
+// XmlReader counts lines and positions from 1, in characters.
+func nextNodePosition(body []byte, off int) (line, pos int) {
+	for off < len(body) && strings.IndexByte(" \t\r\n", body[off]) >= 0 {
+		off++
+	}
+	name := off
+	if rest := body[off:]; len(rest) > 0 && rest[0] == '<' {
+		switch {
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			name += 4
+		case bytes.HasPrefix(rest, []byte("<![CDATA[")):
+			name += 9
+		case bytes.HasPrefix(rest, []byte("</")), bytes.HasPrefix(rest, []byte("<?")):
+			name += 2
+		default:
+			name++
+		}
+	}
+	line = 1 + bytes.Count(body[:name], []byte("\n"))
+	lineStart := bytes.LastIndexByte(body[:name], '\n') + 1
+	return line, 1 + utf8.RuneCount(body[lineStart:name])
 }
 
 // parseACLTime accepts the ISO 8601 forms Azure accepts for policy times:

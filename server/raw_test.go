@@ -862,16 +862,16 @@ func TestRawListClampsMaxResults(t *testing.T) {
 }
 
 // TestRawServicePropertiesOrder: Get Queue Service Properties writes the
-// Logging settings in the documented order (Version, Delete, Read, Write,
-// RetentionPolicy), as the service does.
+// Logging settings in the order Azure's answers have them (Version, Read,
+// Write, Delete, RetentionPolicy), whatever order they were set in.
 func TestRawServicePropertiesOrder(t *testing.T) {
 	e := newRawEnv(t, server.Options{})
-	set := `<StorageServiceProperties><Logging><Version>1.0</Version><Read>true</Read><Write>false</Write><Delete>true</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging></StorageServiceProperties>`
+	set := `<StorageServiceProperties><Logging><Version>1.0</Version><Delete>true</Delete><Read>true</Read><Write>false</Write><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging></StorageServiceProperties>`
 	if r := e.do(t, "PUT", acct+"/?restype=service&comp=properties", "", strings.NewReader(set), nil); r.status != 202 {
 		t.Fatalf("set properties: %d %s", r.status, r.body)
 	}
 	r := e.do(t, "GET", acct+"/?restype=service&comp=properties", "", nil, nil)
-	want := `<StorageServiceProperties><Logging><Version>1.0</Version><Delete>true</Delete><Read>true</Read><Write>false</Write><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging><HourMetrics>`
+	want := `<StorageServiceProperties><Logging><Version>1.0</Version><Read>true</Read><Write>false</Write><Delete>true</Delete><RetentionPolicy><Enabled>false</Enabled></RetentionPolicy></Logging><HourMetrics>`
 	if r.status != 200 || !strings.Contains(r.body, want) {
 		t.Fatalf("get properties: %d %s", r.status, r.body)
 	}
@@ -1042,5 +1042,26 @@ func TestRawHeadACLAndStats(t *testing.T) {
 	r = e.do(t, "GET", acct+"-secondary/?restype=service&comp=stats", "", nil, nil)
 	if r.status != 200 || !strings.Contains(r.body, "<Status>live</Status>") {
 		t.Fatalf("anonymous stats: %d %s", r.status, r.body)
+	}
+}
+
+// TestRawPathStyleOnly: with Options.PathStyleOnly (Azurite's
+// --disableProductStyleUrl), a host whose first label names an account
+// is only a host name, and the account is the first path segment.
+func TestRawPathStyleOnly(t *testing.T) {
+	hostStyle := "devstoreaccount1.queue.localhost"
+	for _, pathOnly := range []bool{false, true} {
+		e := newRawEnv(t, server.Options{PathStyleOnly: pathOnly})
+		// Host-style reads "devstoreaccount1/jobs" as the queue
+		// "devstoreaccount1" and a resource "jobs" below it, which does
+		// not exist; path-style creates the queue "jobs".
+		r := e.do(t, "PUT", "/devstoreaccount1/jobs", hostStyle, nil, nil)
+		if (r.status == 201) != pathOnly {
+			t.Errorf("PathStyleOnly %v: create answered %d %s", pathOnly, r.status, r.body)
+		}
+		_, err := e.srv.Service("devstoreaccount1").Queue("jobs")
+		if got := err == nil; got != pathOnly {
+			t.Errorf("PathStyleOnly %v: queue jobs created: %v, want %v", pathOnly, got, pathOnly)
+		}
 	}
 }

@@ -125,6 +125,11 @@ func (q *request) fail(err error) {
 		return
 	}
 	e := failure(err)
+	q.answerError(e, errorMessage(e))
+}
+
+// answerError answers with e and the message msg.
+func (q *request) answerError(e *azq.Error, msg string) {
 	if q.now.IsZero() {
 		// No account yet (unknown account, malformed path): every
 		// account reads the server's clock, so take the time from it.
@@ -138,20 +143,20 @@ func (q *request) fail(err error) {
 		return
 	}
 	b := getBuf()
-	b.b = appendErrorXML(b.b, e, q.reqID, q.now)
+	b.b = appendErrorXML(b.b, e, msg, q.reqID, q.now)
 	q.writeXML(e.StatusCode, b.b)
 	putBuf(b)
 }
 
-// appendErrorXML appends Azure's Error document for e: its code, the
-// message Azure gives for it with the request ID and time, and its detail
-// elements.
-func appendErrorXML(b []byte, e *azq.Error, reqID string, now time.Time) []byte {
+// appendErrorXML appends Azure's Error document for e: its code, msg
+// (the message Azure gives for it) with the request ID and time, and its
+// detail elements.
+func appendErrorXML(b []byte, e *azq.Error, msg, reqID string, now time.Time) []byte {
 	b = append(b, xmlHeader...)
 	b = append(b, "<Error><Code>"...)
 	b = appendEscaped(b, string(e.Code))
 	b = append(b, "</Code><Message>"...)
-	b = appendEscaped(b, errorMessage(e))
+	b = appendEscaped(b, msg)
 	b = append(b, "\nRequestId:"...)
 	b = append(b, reqID...)
 	b = append(b, "\nTime:"...)
@@ -164,6 +169,12 @@ func appendErrorXML(b []byte, e *azq.Error, reqID string, now time.Time) []byte 
 		}
 		b = append(b, '<')
 		b = append(b, name...)
+		if d.Value == "" {
+			// .NET's XmlWriter, which writes Azure's answers, writes an
+			// empty element so.
+			b = append(b, " />"...)
+			continue
+		}
 		b = append(b, '>')
 		b = appendEscaped(b, d.Value)
 		b = append(b, "</"...)
@@ -187,7 +198,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, e *azq.Error) {
 	if v := r.Header.Get("x-ms-version"); v != "" {
 		h["X-Ms-Version"] = []string{v}
 	}
-	body := appendErrorXML(nil, e, reqID, time.Now())
+	body := appendErrorXML(nil, e, errorMessage(e), reqID, time.Now())
 	h["Content-Type"] = xmlContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(e.StatusCode)
@@ -290,6 +301,17 @@ func outOfRange(name, value, min, max string) *azq.Error {
 func bodyTooLarge(limit int) *azq.Error {
 	return &azq.Error{Code: azq.CodeRequestBodyTooLarge, StatusCode: http.StatusRequestEntityTooLarge,
 		Details: []azq.Detail{{Name: "MaxLimit", Value: strconv.Itoa(limit)}}}
+}
+
+// xmlErrorAt is Azure's answer to an XML body it parsed and then refused:
+// the code with LineNumber, LinePosition and Reason, all three even when
+// zero or empty, as Azure sends them.
+func xmlErrorAt(code azq.ErrorCode, line, pos int, reason string) *azq.Error {
+	return &azq.Error{Code: code, StatusCode: http.StatusBadRequest, Details: []azq.Detail{
+		{Name: "LineNumber", Value: strconv.Itoa(line)},
+		{Name: "LinePosition", Value: strconv.Itoa(pos)},
+		{Name: "Reason", Value: reason},
+	}}
 }
 
 func xmlError(code azq.ErrorCode, line, pos int, reason string) *azq.Error {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
+	azqmetrics "github.com/azqlib/azq/metrics"
 	"github.com/benbjohnson/clock"
 )
 
@@ -49,6 +51,23 @@ type Options struct {
 	// it (durable ones from azq.Open, say) instead of a new in-memory
 	// Service; the Server closes them on Close.
 	Services map[string]*azq.Service
+	// Faults, if set, decides for every request that reaches its
+	// operation (after authorization) whether it meets a fault: a delay,
+	// an Azure error answer, a failed connection, or its answer lost
+	// after it took effect; and throttles requests past its rates (see
+	// package faults). Give it the clock the server reads. Its rules and
+	// throttle may change while the server runs.
+	Faults *faults.Injector
+	// Observe, if set, is called once per request after it is answered,
+	// with the operation, account, status, outcome and duration; package
+	// metrics counts these for Prometheus. It must be safe for
+	// concurrent use and quick: it runs on the request's goroutine.
+	Observe func(azqmetrics.Observation)
+	// PathStyleOnly takes the account from the first path segment of every
+	// request, never from the host name, as Azurite's
+	// --disableProductStyleUrl does: for a host whose first label happens
+	// to name an account (a container named devstoreaccount1, say).
+	PathStyleOnly bool
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
@@ -57,6 +76,7 @@ type Server struct {
 	accounts map[string]*accountState
 	anon     bool
 	strict   bool
+	pathOnly bool // Options.PathStyleOnly
 	log      *slog.Logger
 	oauth    *bearerVerifier // nil: bearer tokens are refused
 	// clock is the clock every account shares; errors raised before the
@@ -66,6 +86,9 @@ type Server struct {
 	checkDateSkew bool
 
 	dateCache atomic.Pointer[cachedDate]
+
+	faults  *faults.Injector             // nil: no fault injection
+	observe func(azqmetrics.Observation) // nil: nothing observes
 }
 
 // accountState is one served account: its credentials, its queues and the
@@ -96,10 +119,13 @@ func New(opts Options) *Server {
 		accounts:      make(map[string]*accountState, len(accts)),
 		anon:          opts.AllowAnonymous,
 		strict:        opts.StrictVersion,
+		pathOnly:      opts.PathStyleOnly,
 		log:           opts.Logger,
 		clock:         c,
 		checkDateSkew: !mock,
 		oauth:         newBearerVerifier(opts.OAuth),
+		faults:        opts.Faults,
+		observe:       opts.Observe,
 	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
@@ -182,6 +208,10 @@ type request struct {
 	acct      *accountState
 	secondary bool
 	pathStyle bool
+	// wrote is set once the answer's status is sent. (The three flags
+	// share a word: past 632 bytes the request, with the allocator's
+	// header, falls in the next size class.)
+	wrote bool
 	// accountSeg is the account's path segment as sent (path-style).
 	accountSeg string
 	// rest is the path below the account as sent, without its leading
@@ -198,7 +228,7 @@ type request struct {
 
 	status  int
 	errCode string
-	wrote   bool
+	fault   *faultState // nil unless an injected fault fired
 }
 
 // ServeHTTP serves one REST request.
@@ -206,10 +236,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum}
 	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				panic(p)
-			}
+		p := recover()
+		aborted := p == http.ErrAbortHandler
+		if p != nil && !aborted {
 			if s.log != nil {
 				s.log.Error("panic serving request", "request_id", q.reqID, "panic", fmt.Sprint(p))
 			}
@@ -217,8 +246,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				q.fail(errInternal())
 			}
 		}
-		if s.log != nil {
+		if s.log != nil && (!aborted || q.droppedConnection()) {
 			q.logRequest(time.Since(start))
+		}
+		if s.observe != nil {
+			q.observe(time.Since(start), aborted)
+		}
+		if aborted {
+			panic(p)
 		}
 	}()
 	q.serve()
@@ -313,6 +348,9 @@ func (q *request) serve() {
 		q.fail(err)
 		return
 	}
+	if q.s.faults != nil && q.injectFault() {
+		return
+	}
 	err := operations[q.op].serve(q)
 	if err != nil {
 		q.fail(err)
@@ -321,7 +359,8 @@ func (q *request) serve() {
 
 // resolveAccount finds the account the request addresses: host-style when
 // the first DNS label of a non-IP host names a served account (or its
-// "-secondary"), else path-style from the first path segment. It leaves
+// "-secondary") and Options.PathStyleOnly is off, else path-style from the
+// first path segment. It leaves
 // the path below the account, as sent, in q.rest for classify.
 //
 // Routing reads the path as sent (requestPath), not the decoded
@@ -333,7 +372,7 @@ func (q *request) serve() {
 func (q *request) resolveAccount() error {
 	raw := strings.TrimPrefix(requestPath(q.r), "/")
 	host := hostWithoutPort(q.r.Host)
-	if label, _, _ := strings.Cut(host, "."); label != "" {
+	if label, _, _ := strings.Cut(host, "."); label != "" && !q.s.pathOnly {
 		// Only a label that names an account is worth the IP check; an
 		// emulator address such as 127.0.0.1 never gets that far.
 		if a, sec := q.s.lookupAccount(strings.ToLower(label)); a != nil && net.ParseIP(host) == nil {

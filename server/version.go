@@ -14,7 +14,7 @@ import (
 // it answers with when a request names none. -strict-version (Options.
 // StrictVersion) refuses anything newer, as Azure refuses versions it does
 // not know, so it must be at least the newest version the current Azure
-// SDKs send; the README says how it is kept current.
+// SDKs send; docs/compatibility.md says how it is kept current.
 const (
 	newestVersion    = "2026-06-06"
 	newestVersionNum = 20260606

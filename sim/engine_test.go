@@ -25,11 +25,6 @@ func run(t *testing.T, sc *Scenario) *Report {
 	return r
 }
 
-// idleProducer puts nothing during the run.
-func idleProducer() Producer {
-	return Producer{Arrival: Arrival{Kind: "constant", Rate: 1}, Start: Duration(1000 * time.Hour)}
-}
-
 func d(x time.Duration) Duration { return Duration(x) }
 
 // Fixed-interval polling of an empty queue: each listener polls at its
@@ -52,7 +47,7 @@ func TestEmptyQueuePollingIsCountedExactly(t *testing.T) {
 		{name: "1s for 7d", count: 1000, interval: time.Second, runFor: 7 * 24 * time.Hour, wantPerListener: []int64{604800}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc := &Scenario{Duration: d(tc.runFor), Producers: []Producer{idleProducer()},
+			sc := &Scenario{Duration: d(tc.runFor),
 				Consumers: []Fleet{{Count: tc.count, Spread: d(tc.spread), Processing: Const(time.Second),
 					Listen: Listen{Kind: "poll", Interval: d(tc.interval)}}}}
 			if err := sc.Check(); err != nil {
@@ -87,7 +82,7 @@ func TestEmptyQueuePollingIsCountedExactly(t *testing.T) {
 
 // The time series counts idle polls in the interval in which they happen.
 func TestIdlePollsInTheTimeSeries(t *testing.T) {
-	sc := &Scenario{Duration: d(time.Hour), Sample: d(10 * time.Minute), Producers: []Producer{idleProducer()},
+	sc := &Scenario{Duration: d(time.Hour), Sample: d(10 * time.Minute),
 		Consumers: []Fleet{{Count: 5, Processing: Const(time.Second), Listen: Listen{Kind: "poll", Interval: d(time.Minute)}}}}
 	r := run(t, sc)
 	if len(r.Series) != 6 {
@@ -104,7 +99,7 @@ func TestIdlePollsInTheTimeSeries(t *testing.T) {
 
 // Listeners waiting in Receive cost nothing while the queue is empty.
 func TestReceiveWaitsForFree(t *testing.T) {
-	sc := &Scenario{Duration: d(24 * time.Hour), Producers: []Producer{idleProducer()},
+	sc := &Scenario{Duration: d(24 * time.Hour),
 		Consumers: []Fleet{{Count: 100, Processing: Const(time.Second), Listen: Listen{Kind: "receive"}}}}
 	r := run(t, sc)
 	if r.Transactions.Total != 0 {

@@ -47,7 +47,6 @@ func ExampleRun() {
 func ExampleParse() {
 	sc, err := sim.Parse(strings.NewReader(`{
 		"duration": "22h",
-		"producers": [{"arrival": {"kind": "burst", "size": 1}, "start": "23h"}],
 		"consumers": [{"count": 200, "processing": "1s", "listen": {"kind": "poll", "interval": "1s"}}],
 		"price": {"perTenThousand": 0.01}
 	}`))

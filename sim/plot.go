@@ -162,37 +162,67 @@ func (r *Report) plots() ([]figure, error) {
 	}
 	w := vg.Length(9) * vg.Inch
 
-	// Flow, depth and consumers.
+	// Flow, depth and consumers. A line that is zero throughout is left
+	// out, and so is a panel left with no line: an idle run draws no
+	// empty panels.
+	var rows []*plot.Plot
 	flow := newPlot(r.title("messages per second"), "", "messages / s")
-	addLine(flow, "put", palette[0], 1.5, xs, rate(func(s *Sample) int64 { return s.Put }), nil)
-	addLine(flow, "completed", palette[2], 1.5, xs, rate(func(s *Sample) int64 { return s.Completed }), nil)
-	addLine(flow, "duplicate deliveries", palette[3], 1.5, xs, rate(func(s *Sample) int64 { return s.Duplicates }), nil)
+	drawn := 0
+	for _, l := range []struct {
+		label string
+		c     color.Color
+		ys    []float64
+	}{
+		{"put", palette[0], rate(func(s *Sample) int64 { return s.Put })},
+		{"completed", palette[2], rate(func(s *Sample) int64 { return s.Completed })},
+		{"duplicate deliveries", palette[3], rate(func(s *Sample) int64 { return s.Duplicates })},
+	} {
+		if !allZero(l.ys) {
+			addLine(flow, l.label, l.c, 1.5, xs, l.ys, nil)
+			drawn++
+		}
+	}
+	if drawn > 0 {
+		rows = append(rows, flow)
+	}
 	depth := newPlot("queue depth", "", "messages")
-	addLine(depth, "in the queue", palette[0], 1.5, xs, col(func(s *Sample) float64 { return float64(s.Depth) }), nil)
-	addLine(depth, "in flight (held by consumers)", palette[1], 1.5, xs, col(func(s *Sample) float64 { return float64(s.InFlight) }), nil)
-	cons := newPlot("consumers", xlabel, "consumers")
+	if d, f := col(func(s *Sample) float64 { return float64(s.Depth) }), col(func(s *Sample) float64 { return float64(s.InFlight) }); !allZero(d) || !allZero(f) {
+		addLine(depth, "in the queue", palette[0], 1.5, xs, d, nil)
+		addLine(depth, "in flight (held by consumers)", palette[1], 1.5, xs, f, nil)
+		rows = append(rows, depth)
+	}
+	title := "consumers"
+	if len(rows) == 0 {
+		title = r.title("consumers (no messages were put)")
+	}
+	cons := newPlot(title, xlabel, "consumers")
 	addLine(cons, "running", palette[4], 1.5, xs, col(func(s *Sample) float64 { return float64(s.Consumers) }), nil)
-	addLine(cons, "busy (for workers: handlers)", palette[2], 1.5, xs, col(func(s *Sample) float64 { return float64(s.Busy) }), nil)
+	if b := col(func(s *Sample) float64 { return float64(s.Busy) }); !allZero(b) {
+		addLine(cons, "busy (for workers: handlers)", palette[2], 1.5, xs, b, nil)
+	}
+	rows = append(rows, cons)
 
-	// Latency over time.
+	// Latency over time, when anything completed.
 	has := make([]bool, n)
+	completed := false
 	for i, s := range r.Series {
 		has[i] = s.Completed > 0
+		completed = completed || has[i]
 	}
 	lat := newPlot(r.title("latency, put to delete, of the messages completed in each interval"), xlabel, "seconds")
 	addLine(lat, "max", palette[5], 1, xs, col(func(s *Sample) float64 { return s.LatencyMax }), has)
 	addLine(lat, "p99", palette[3], 1.5, xs, col(func(s *Sample) float64 { return s.LatencyP99 }), has)
 	addLine(lat, "p50", palette[0], 1.5, xs, col(func(s *Sample) float64 { return s.LatencyP50 }), has)
-	for _, p := range []*plot.Plot{flow, depth, cons, lat} {
+	for _, p := range append(rows, lat) {
 		headroom(p)
 		p.Y.Tick.Marker = shortTicks{}
 		p.X.Tick.Marker = timeTicks{}
 		p.X.Min, p.X.Max = 0, r.Duration.D().Seconds()/div
 	}
 
-	figs := []figure{
-		{name: "depth", rows: []*plot.Plot{flow, depth, cons}, w: w, h: 9 * vg.Inch},
-		{name: "latency", rows: []*plot.Plot{lat}, w: w, h: 4 * vg.Inch},
+	figs := []figure{{name: "depth", rows: rows, w: w, h: vg.Length(len(rows)) * 3 * vg.Inch}}
+	if completed {
+		figs = append(figs, figure{name: "latency", rows: []*plot.Plot{lat}, w: w, h: 4 * vg.Inch})
 	}
 	if h := r.histogramPlot(); h != nil {
 		figs = append(figs, figure{name: "histogram", rows: []*plot.Plot{h}, w: w, h: 4 * vg.Inch})
@@ -224,14 +254,37 @@ func (r *Report) histogramPlot() *plot.Plot {
 		i = min(max(i, 0), nb-1)
 		bins[i].Weight += float64(h.Count)
 	}
-	p := newPlot(r.title(fmt.Sprintf("latency of %s messages: p50 %s, p99 %s", count(r.Latency.Count), secs(r.Latency.P50), secs(r.Latency.P99))),
-		"latency, put to delete (s, logarithmic)", "messages")
+	p := newPlot(r.title(fmt.Sprintf("latency of the %s messages completed", count(r.Latency.Count))),
+		"latency, put to delete (logarithmic)", "messages")
 	h := &plotter.Histogram{Bins: bins, FillColor: palette[0], LineStyle: draw.LineStyle{Color: color.White, Width: 0.5}}
 	p.Add(h)
+	top := 0.0
+	for _, b := range bins {
+		top = math.Max(top, b.Weight)
+	}
+	// The median and the tail, marked where they fall.
+	for _, m := range []struct {
+		name string
+		at   float64
+		c    color.Color
+	}{{"p50", r.Latency.P50, palette[2]}, {"p99", r.Latency.P99, palette[3]}} {
+		if m.at <= 0 {
+			continue
+		}
+		x := math.Min(math.Max(m.at, bins[0].Min), bins[nb-1].Max)
+		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top * 1.05}})
+		if err != nil {
+			continue
+		}
+		l.Color, l.Width, l.Dashes = m.c, 2, []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(m.name+" = "+secs(m.at), l)
+	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = logTicks{}
 	p.X.Min, p.X.Max = bins[0].Min, bins[nb-1].Max
 	p.Y.Min = 0
+	p.Y.Max = math.Max(top*1.25, 1)
 	return p
 }
 
@@ -315,11 +368,12 @@ func (shortTicks) Ticks(lo, hi float64) []plot.Tick {
 }
 
 // logTicks marks powers of ten, with 2 and 5 between them when the range
-// spans few decades, labelled as durations.
+// spans few decades, labelled in one unit for the whole axis (timeUnit).
 type logTicks struct{}
 
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
+	div, suffix := timeUnit(lo, hi)
 	decades := math.Log10(hi / lo)
 	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
 		base := math.Pow(10, e)
@@ -330,7 +384,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			label := ""
 			if m == 1 || decades < 3 {
-				label = tickSecs(v)
+				label = trimZero(fmt.Sprintf("%.4g", v/div)) + suffix
 			}
 			ts = append(ts, plot.Tick{Value: v, Label: label})
 		}
@@ -341,16 +395,30 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// tickSecs labels a tick of seconds: 100ms, 2s, 500s, 2.8h.
-func tickSecs(v float64) string {
+// timeUnit is the one unit a logarithmic time axis from lo to hi seconds
+// is labelled in, its size in seconds and its suffix: milliseconds when
+// all of it is under a second, hours when all of it is over one, else
+// seconds (0.01s … 1000s), which reads across decades where minutes
+// would need fractions.
+func timeUnit(lo, hi float64) (div float64, suffix string) {
 	switch {
-	case v < 1:
-		return trimZero(fmt.Sprintf("%.3g", v*1000)) + "ms"
-	case v < 1e4:
-		return trimZero(fmt.Sprintf("%.4g", v)) + "s"
+	case hi < 1:
+		return 1e-3, "ms"
+	case lo >= 3600:
+		return 3600, "h"
 	default:
-		return trimZero(fmt.Sprintf("%.3g", v/3600)) + "h"
+		return 1, "s"
 	}
+}
+
+// allZero reports whether every value is zero (or not a number).
+func allZero(ys []float64) bool {
+	for _, y := range ys {
+		if y != 0 && !math.IsNaN(y) {
+			return false
+		}
+	}
+	return true
 }
 
 // headroom starts the y axis at zero and leaves room above the data for

@@ -61,7 +61,7 @@ func drawScenario(t *rapid.T) *Scenario {
 			p.Arrival = Arrival{Kind: "daily", Windows: []Window{{From: "00:00", To: "00:20", Rate: rapid.Float64Range(0, 5).Draw(t, "rate")},
 				{From: "01:00", To: "02:00", Rate: 1}}}
 		}
-		p.Start = sec("start", 0, 600)
+		p.Start = min(sec("start", 0, 600), sc.Duration-1)
 		if rapid.Bool().Draw(t, "ttl") {
 			p.TTL = sec("ttlSeconds", 30, 7200)
 		}

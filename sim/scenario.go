@@ -39,7 +39,8 @@ type Scenario struct {
 	// Sample is the interval of the time series. Default: Duration/500,
 	// rounded to a whole second when longer than one.
 	Sample Duration `json:"sample,omitempty"`
-	// Producers put messages; at least one.
+	// Producers put messages. There may be none, to measure what idle
+	// consumers cost.
 	Producers []Producer `json:"producers"`
 	// Consumers are fleets of consumers; at least one.
 	Consumers []Fleet `json:"consumers"`
@@ -246,7 +247,7 @@ func Parse(r io.Reader) (*Scenario, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sc); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+		return nil, fmt.Errorf("%w: %s%w", ErrInvalidScenario, position(b, err), err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: text after the scenario object", ErrInvalidScenario)
@@ -255,6 +256,43 @@ func Parse(r io.Reader) (*Scenario, error) {
 		return nil, err
 	}
 	return &sc, nil
+}
+
+// position is "line L, column C: " for where in the JSON text b a decoding
+// error is: the offset a syntax or type error carries, or the first key an
+// unknown-field error names. It is empty when the error says nowhere.
+func position(b []byte, err error) string {
+	offset := int64(-1)
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		offset = syn.Offset
+	case errors.As(err, &typ):
+		offset = typ.Offset
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		offset = int64(len(b)) + 1 // just past the end
+	default:
+		const unknown = "json: unknown field "
+		if name, ok := strings.CutPrefix(err.Error(), unknown); ok {
+			if i := bytes.Index(b, []byte(name)); i >= 0 {
+				offset = int64(i) + 1
+			}
+		}
+	}
+	if offset < 0 {
+		return ""
+	}
+	offset = min(offset, int64(len(b))+1)
+	line, col := 1, 1
+	for _, c := range b[:max(offset-1, 0)] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d: ", line, col)
 }
 
 // defaultStart is a Monday at midnight, so that daily windows and
@@ -306,9 +344,7 @@ func (sc *Scenario) Check() error {
 		sc.Price.Currency = "USD"
 	}
 
-	if len(sc.Producers) == 0 {
-		bad("no producers")
-	}
+	// No producers is a scenario too: what idle listeners cost.
 	for i := range sc.Producers {
 		p := &sc.Producers[i]
 		if p.Name == "" {
@@ -390,6 +426,11 @@ func (p *Producer) check(runFor Duration) []error {
 	}
 	if p.Start < 0 || p.Stop < 0 || (p.Stop > 0 && p.Stop <= p.Start) {
 		bad("start and stop must be times within the run, stop after start")
+	} else if runFor > 0 && p.Start >= runFor {
+		// Say so rather than run a producer that never puts: a -set
+		// duration=… that cuts the run short must not change the
+		// question silently.
+		bad("start %v is not before the end of the run (duration %v), so it would put nothing; remove the producer to simulate no arrivals", p.Start, runFor)
 	}
 	if p.Count < 0 {
 		bad("count must not be negative")

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -120,11 +121,13 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, json, want string
 	}{
-		{"not json", `{`, "unexpected EOF"},
+		{"not json", `{`, "line 1, column 2: unexpected EOF"},
 		{"trailing text", minimal + `{}`, "text after"},
-		{"unknown field", `{"duration": "1h", "oops": 1}`, `unknown field "oops"`},
+		{"unknown field", "{\n  \"duration\": \"1h\",\n  \"oops\": 1}", `line 3, column 3: json: unknown field "oops"`},
+		{"syntax", "{\n  \"duration\": \"1h\",\n  \"producers\": [}\n}", "line 3, column 17: invalid character '}'"},
+		{"wrong type", "{\n\"duration\": \"1h\", \"seed\": \"one\"}", "line 2, column "},
 		{"no duration", `{"producers": [{"arrival": {"kind": "poisson", "rate": 1}}], "consumers": [{"count": 1}]}`, "duration must be positive"},
-		{"no producers", `{"duration": "1h", "consumers": [{"count": 1}]}`, "no producers"},
+		{"producer after the end", `{"duration": "1h", "producers": [{"arrival": {"kind": "poisson", "rate": 1}, "start": "2h"}], "consumers": [{"count": 1}]}`, "would put nothing"},
 		{"bad arrival", `{"duration": "1h", "producers": [{"arrival": {"kind": "sometimes"}}], "consumers": [{"count": 1}]}`, `arrival.kind "sometimes"`},
 		{"zero rate", `{"duration": "1h", "producers": [{"arrival": {"kind": "poisson"}}], "consumers": [{"count": 1}]}`, "arrival.rate"},
 		{"bad window", `{"duration": "1h", "producers": [{"arrival": {"kind": "daily", "windows": [{"from": "9", "to": "17:00", "rate": 1}]}}], "consumers": [{"count": 1}]}`, "times of day"},
@@ -149,6 +152,28 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNoProducers: a scenario without producers is the idle-cost
+// question, and runs: each polling listener makes one empty Get per
+// interval, and nothing is put.
+func TestNoProducers(t *testing.T) {
+	sc, err := Parse(strings.NewReader(`{"duration": "1h", "consumers": [{"count": 3, "listen": {"kind": "poll", "interval": "10s"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), sc, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Messages.Put != 0 || len(r.Violations) != 0 {
+		t.Fatalf("put %d, violations %v", r.Messages.Put, r.Violations)
+	}
+	// 3 listeners, one Get every 10 s for an hour: 360 each, give or
+	// take the first and the last.
+	if got := r.Transactions.EmptyGets; got < 3*359 || got > 3*361 {
+		t.Errorf("empty Gets %d, want about %d", got, 3*360)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,6 +18,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // With returns a copy of sc with the parameter at path set to value, a
@@ -275,17 +277,65 @@ func (s *SweepResult) figure() figure {
 		}
 		return ys
 	}
-	dup := newPlot(fmt.Sprintf("%s: duplicate deliveries against %s", name, s.Parameter), "", "% of messages")
-	addLine(dup, "duplicate deliveries", palette[3], 2, xs, col(func(p *sweepPoint) float64 { return p.dupPct }), nil)
-	addLine(dup, "processed again (wasted work)", palette[1], 2, xs, col(func(p *sweepPoint) float64 { return p.againPct }), nil)
-	lat := newPlot("latency, put to delete", "", "seconds")
-	addLine(lat, "p99", palette[3], 2, xs, col(func(p *sweepPoint) float64 { return p.p99 }), nil)
-	addLine(lat, "p90", palette[1], 2, xs, col(func(p *sweepPoint) float64 { return p.p90 }), nil)
-	addLine(lat, "p50", palette[0], 2, xs, col(func(p *sweepPoint) float64 { return p.p50 }), nil)
+	// A panel whose every value is zero (no duplicates in any run, no
+	// message completed in an idle-cost sweep) is left out; the first
+	// panel drawn carries the scenario's name.
+	var rows []*plot.Plot
+	heading := func(what string) string {
+		if len(rows) == 0 {
+			return fmt.Sprintf("%s: %s, against %s", name, what, s.Parameter)
+		}
+		return what
+	}
+	dupPct, againPct := col(func(p *sweepPoint) float64 { return p.dupPct }), col(func(p *sweepPoint) float64 { return p.againPct })
+	if !allZero(dupPct) || !allZero(againPct) {
+		dup := newPlot(heading("duplicate deliveries"), "", "% of messages")
+		addLine(dup, "duplicate deliveries", palette[3], 2, xs, dupPct, nil)
+		addLine(dup, "processed again (wasted work)", palette[1], 2, xs, againPct, nil)
+		headroom(dup)
+		markPoints(dup, xs, dupPct, palette[3])
+		markPoints(dup, xs, againPct, palette[1])
+		rows = append(rows, dup)
+	}
+	p50, p90, p99 := col(func(p *sweepPoint) float64 { return p.p50 }), col(func(p *sweepPoint) float64 { return p.p90 }), col(func(p *sweepPoint) float64 { return p.p99 })
+	if !allZero(p99) {
+		lat := newPlot(heading("latency, put to delete"), "", "latency")
+		addLine(lat, "p99", palette[3], 2, xs, p99, nil)
+		addLine(lat, "p90", palette[1], 2, xs, p90, nil)
+		addLine(lat, "p50", palette[0], 2, xs, p50, nil)
+		// Latencies span decades: a logarithmic axis shows the median
+		// and the tail together, its ticks in one unit.
+		if lo, hi := minPositive(p50), lat.Y.Max; lo > 0 && hi > 0 {
+			lat.Y.Scale = plot.LogScale{}
+			lat.Y.Tick.Marker = logTicks{}
+			lat.Y.Min, lat.Y.Max = lo/1.5, hi*3
+			lat.Y.Label.Text = "latency, logarithmic"
+		} else {
+			headroom(lat)
+		}
+		markPoints(lat, xs, p99, palette[3])
+		markPoints(lat, xs, p90, palette[1])
+		markPoints(lat, xs, p50, palette[0])
+		rows = append(rows, lat)
+	}
 	cur := s.Reports[0].Transactions.Currency
-	cost := newPlot("storage transactions", xlabel, "cost ("+cur+")")
-	addLine(cost, "cost of all transactions", palette[2], 2, xs, col(func(p *sweepPoint) float64 { return p.cost }), nil)
-	rows := []*plot.Plot{dup, lat, cost}
+	costs := col(func(p *sweepPoint) float64 { return p.cost })
+	cost := newPlot(heading("storage transactions"), xlabel, "cost ("+cur+")")
+	addLine(cost, "cost of all transactions", palette[2], 2, xs, costs, nil)
+	markPoints(cost, xs, costs, palette[2])
+	// Each point is labelled with its cost, and costs that differ by more
+	// than ten times go on a logarithmic axis, so that a cheap choice is
+	// not flattened against an expensive one.
+	if lo, hi := minPositive(costs), cost.Y.Max; lo > 0 && hi/lo > 10 && !slices.Contains(costs, 0) {
+		cost.Y.Scale = plot.LogScale{}
+		cost.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		cost.Y.Min, cost.Y.Max = lo/2, hi*4
+		cost.Y.Label.Text = "cost (" + cur + "), logarithmic"
+	} else {
+		headroom(cost)
+	}
+	labelPoints(cost, xs, costs, func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " " + cur })
+	rows = append(rows, cost)
 	// The ticks are the values swept, written as they were given.
 	var ticks plot.ConstantTicks
 	for i := range ps {
@@ -300,23 +350,25 @@ func (s *SweepResult) figure() figure {
 			p.X.Min, p.X.Max = -0.5, float64(len(ps))-0.5
 		}
 	}
-	headroom(dup)
-	headroom(cost)
-	// Latencies span decades: a logarithmic axis shows the median and
-	// the tail together.
-	if lo, hi := minPositive(col(func(p *sweepPoint) float64 { return p.p50 })), lat.Y.Max; lo > 0 && hi > 0 {
-		lat.Y.Scale = plot.LogScale{}
-		lat.Y.Tick.Marker = logTicks{}
-		lat.Y.Min, lat.Y.Max = lo/1.5, hi*3
-		lat.Y.Label.Text = "seconds, logarithmic"
+	return figure{name: "sweep", rows: rows, w: 9 * vg.Inch, h: vg.Length(len(rows)) * 10 / 3 * vg.Inch}
+}
+
+// labelPoints writes each point's value beside it.
+func labelPoints(p *plot.Plot, xs, ys []float64, format func(float64) string) {
+	xys := plotter.XYLabels{XYs: xyOf(xs, ys)}
+	for _, y := range ys {
+		xys.Labels = append(xys.Labels, format(y))
 	}
-	markPoints(dup, xs, col(func(p *sweepPoint) float64 { return p.dupPct }), palette[3])
-	markPoints(dup, xs, col(func(p *sweepPoint) float64 { return p.againPct }), palette[1])
-	markPoints(lat, xs, col(func(p *sweepPoint) float64 { return p.p99 }), palette[3])
-	markPoints(lat, xs, col(func(p *sweepPoint) float64 { return p.p90 }), palette[1])
-	markPoints(lat, xs, col(func(p *sweepPoint) float64 { return p.p50 }), palette[0])
-	markPoints(cost, xs, col(func(p *sweepPoint) float64 { return p.cost }), palette[2])
-	return figure{name: "sweep", rows: rows, w: 9 * vg.Inch, h: 10 * vg.Inch}
+	labels, err := plotter.NewLabels(xys)
+	if err != nil {
+		return
+	}
+	for i := range labels.TextStyle {
+		labels.TextStyle[i].Font.Size = vg.Points(10)
+		labels.TextStyle[i].YAlign = draw.YBottom
+	}
+	labels.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(4)}
+	p.Add(labels)
 }
 
 func xyOf(xs, ys []float64) plotter.XYs {

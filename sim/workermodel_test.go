@@ -32,7 +32,7 @@ func TestWorkerModelLosesNothing(t *testing.T) {
 // An idle worker polls with Functions' back-off, up to its maximum: after
 // a short ramp, one Get per maximum interval.
 func TestWorkerModelBacksOff(t *testing.T) {
-	sc := &Scenario{Seed: 1, Duration: d(time.Hour), Producers: []Producer{idleProducer()},
+	sc := &Scenario{Seed: 1, Duration: d(time.Hour),
 		Consumers: []Fleet{{Model: "worker", Count: 1, Processing: Const(time.Second),
 			Listen: Listen{Kind: "backoff", Min: d(100 * time.Millisecond), Max: d(10 * time.Second)}}}}
 	r := run(t, sc)

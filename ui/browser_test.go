@@ -5,110 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/internal/browsertest"
 	"github.com/azqlib/azq/ui"
 	"github.com/chromedp/chromedp"
 )
 
 var screenshots = flag.String("ui.screenshots", "", "write screenshots of the UI (ui.png, ui-queue.png) into this `directory`, such as ../docs")
-
-const installChromium = "install it with: apt-get update && apt-get install -y chromium (Debian's package; .ci/run does this)"
-
-// chromium finds a Chromium or Chrome binary. Without one the browser test
-// fails under CI, which must run it, and is skipped elsewhere with a note
-// on how to install it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("the browser test needs Chromium, and CI is set, so it may not be skipped; %s", installChromium)
-	}
-	t.Skipf("Chromium not found, so the UI is not tested in a browser; %s", installChromium)
-	return ""
-}
-
-// browser starts a headless Chromium with a fresh profile and returns a
-// context for chromedp actions in one tab.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	// A fresh profile. Chromium's child processes may still be writing
-	// to it for a moment after the browser is stopped, so removing it is
-	// retried rather than left to t.TempDir, which fails the test.
-	profile, err := os.MkdirTemp("", "azq-ui-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for i := 0; i < 50 && os.RemoveAll(profile) != nil; i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 800),
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	t.Cleanup(cancel)
-	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(cancelAlloc)
-	// chromedp's protocol tables can lag the installed Chromium, which then
-	// sends events they cannot decode; those are noise, anything else is
-	// worth seeing in the test log.
-	logf := func(format string, args ...any) {
-		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "could not unmarshal event") {
-			t.Log(msg)
-		}
-	}
-	ctx, cancelTab := chromedp.NewContext(ctx, chromedp.WithErrorf(logf))
-	t.Cleanup(cancelTab)
-	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	return ctx
-}
-
-// waitJS polls a JavaScript condition in the page until it holds. A page
-// that reloads itself interrupts evaluations now and then, so failed ones
-// are retried too; the last failure is reported at the deadline.
-func waitJS(expr string) chromedp.Action {
-	return chromedp.ActionFunc(func(ctx context.Context) error {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			var ok bool
-			err := chromedp.Evaluate("Boolean("+expr+")", &ok).Do(ctx)
-			if err == nil && ok {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("waiting for %s: still false (last error: %v)", expr, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	})
-}
 
 func textOf(sel string) string {
 	return fmt.Sprintf(`(document.querySelector(%q) || {}).textContent`, sel)
@@ -118,7 +25,7 @@ func textOf(sel string) string {
 // reloading itself when the queues change, moving the clock, a queue's
 // messages, and clearing a queue.
 func TestBrowser(t *testing.T) {
-	ctx := browser(t)
+	ctx := browsertest.Start(t)
 	f := newFixture(t, true, ui.Options{Refresh: time.Second})
 	index := f.hs.URL + prefix + "/"
 	orders := `tr[data-queue="orders"]`
@@ -126,10 +33,10 @@ func TestBrowser(t *testing.T) {
 	// The index shows every account's queues with their figures.
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(index),
-		waitJS(textOf(orders+" td.count")+` === "3"`),
-		waitJS(textOf(orders+" td.invisible")+` === "2"`),
-		waitJS(textOf(`tr[data-queue="invoices"] td.oldest`)+` === "2h03m old"`),
-		waitJS(textOf(`tr[data-queue="audit"] td.count`)+` === "1"`),
+		browsertest.WaitJS(textOf(orders+" td.count")+` === "3"`),
+		browsertest.WaitJS(textOf(orders+" td.invisible")+` === "2"`),
+		browsertest.WaitJS(textOf(`tr[data-queue="invoices"] td.oldest`)+` === "2h03m old"`),
+		browsertest.WaitJS(textOf(`tr[data-queue="audit"] td.count`)+` === "1"`),
 	); err != nil {
 		t.Fatalf("index: %v", err)
 	}
@@ -143,7 +50,7 @@ func TestBrowser(t *testing.T) {
 	if _, err := q.Put(context.Background(), "put while the page was open", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Run(ctx, waitJS(textOf(orders+" td.count")+` === "4"`)); err != nil {
+	if err := chromedp.Run(ctx, browsertest.WaitJS(textOf(orders+" td.count")+` === "4"`)); err != nil {
 		t.Fatalf("the page did not reload itself: %v", err)
 	}
 
@@ -152,8 +59,8 @@ func TestBrowser(t *testing.T) {
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(index+"?refresh=0"),
 		chromedp.Click(`button[value="1h"]`, chromedp.ByQuery),
-		waitJS(textOf("#clock time")+` === "2031-05-17 15:03:00Z"`),
-		waitJS(textOf(orders+" td.invisible")+` === "0"`),
+		browsertest.WaitJS(textOf("#clock time")+` === "2031-05-17 15:03:00Z"`),
+		browsertest.WaitJS(textOf(orders+" td.invisible")+` === "0"`),
 	); err != nil {
 		t.Fatalf("advance by a button: %v", err)
 	}
@@ -162,7 +69,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(index+"?refresh=0"),
 		chromedp.SendKeys(`#advance input[name="by"]`, "90s", chromedp.ByQuery),
 		chromedp.Submit(`#advance input[name="by"]`, chromedp.ByQuery),
-		waitJS(textOf("#clock time")+` === "2031-05-17 15:04:30Z"`),
+		browsertest.WaitJS(textOf("#clock time")+` === "2031-05-17 15:04:30Z"`),
 	); err != nil {
 		t.Fatalf("advance by the field: %v", err)
 	}
@@ -177,11 +84,11 @@ func TestBrowser(t *testing.T) {
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(index+"?refresh=0"),
 		chromedp.Click(orders+" a", chromedp.ByQuery),
-		waitJS(`location.pathname === "/_azq/ui/a/devstoreaccount1/orders"`),
+		browsertest.WaitJS(`location.pathname === "/_azq/ui/a/devstoreaccount1/orders"`),
 		chromedp.Navigate(f.hs.URL+prefix+"/a/devstoreaccount1/orders?refresh=0"),
-		waitJS(`document.querySelectorAll("table.messages tbody tr").length === 4`),
-		waitJS(textOf(leased+" td.dequeues")+` === "1"`),
-		waitJS(textOf(leased+" td.next")+` === "visible"`),
+		browsertest.WaitJS(`document.querySelectorAll("table.messages tbody tr").length === 4`),
+		browsertest.WaitJS(textOf(leased+" td.dequeues")+` === "1"`),
+		browsertest.WaitJS(textOf(leased+" td.next")+` === "visible"`),
 		chromedp.Evaluate(`document.querySelectorAll("td.content script").length`, &alerts),
 	); err != nil {
 		t.Fatalf("queue page: %v", err)
@@ -193,8 +100,8 @@ func TestBrowser(t *testing.T) {
 	// Clearing from the queue's page empties the queue.
 	if err := chromedp.Run(ctx,
 		chromedp.Click(`#summary button`, chromedp.ByQuery),
-		waitJS(textOf("#summary .count")+` === "0"`),
-		waitJS(`document.querySelectorAll("table.messages").length === 0`),
+		browsertest.WaitJS(textOf("#summary .count")+` === "0"`),
+		browsertest.WaitJS(`document.querySelectorAll("table.messages").length === 0`),
 	); err != nil {
 		t.Fatalf("clear: %v", err)
 	}
@@ -213,7 +120,7 @@ func TestBrowser(t *testing.T) {
 		f.clk.Add(42 * time.Second)
 		if err := chromedp.Run(ctx,
 			chromedp.Navigate(f.hs.URL+prefix+"/a/devstoreaccount1/invoices?refresh=0"),
-			waitJS(`document.querySelectorAll("table.messages tbody tr").length === 4`),
+			browsertest.WaitJS(`document.querySelectorAll("table.messages tbody tr").length === 4`),
 		); err != nil {
 			t.Fatal(err)
 		}

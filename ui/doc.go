@@ -15,5 +15,10 @@
 // emulator on a developer's machine or in a test, as azqd serves it under
 // /_azq/ui with -ui. Requests that change something (clear, advance) must
 // be POSTs from the page's own origin, so that other web sites cannot make
-// a browser send them.
+// a browser send them; and every request must name as its Host an IP
+// address, localhost or one of Options.Hosts, so that a page under another
+// name that resolves to this machine (DNS rebinding) cannot read it.
+//
+// With Options.Faults the page also lists the fault rules the server
+// applies (package faults), with their hits, and its throttle.
 package ui

@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/internal/guard"
 	"github.com/benbjohnson/clock"
 )
 
@@ -39,6 +40,14 @@ type Options struct {
 	// MaxMessages is how many of a queue's oldest messages its page
 	// lists; zero means 100.
 	MaxMessages int
+	// Hosts are the host names, besides IP addresses and localhost (and
+	// names under .localhost), that the page answers to; a request naming
+	// any other Host is refused, so that a page under its own name that
+	// resolves to this machine (DNS rebinding) cannot read the queues.
+	Hosts []string
+	// Faults, if set, is the fault injector of the server the page shows;
+	// the page lists its rules with their hits, and its throttle.
+	Faults *faults.Injector
 }
 
 // Account is one storage account the page shows.
@@ -54,8 +63,9 @@ const maxQueues = 1000
 // handler is the UI. It holds nothing but its options, so requests share
 // it without locking.
 type handler struct {
-	opts Options
-	mux  *http.ServeMux
+	opts  Options
+	mux   *http.ServeMux
+	hosts *guard.Hosts
 }
 
 // New returns the UI's handler.
@@ -70,7 +80,7 @@ func New(opts Options) http.Handler {
 		opts.MaxMessages = 100
 	}
 	opts.Prefix = strings.TrimSuffix(opts.Prefix, "/")
-	h := &handler{opts: opts, mux: http.NewServeMux()}
+	h := &handler{opts: opts, mux: http.NewServeMux(), hosts: guard.NewHosts(opts.Hosts...)}
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.HandleFunc("GET /a/{account}/{queue}", h.queue)
 	h.mux.HandleFunc("POST /a/{account}/{queue}/clear", h.clear)
@@ -91,29 +101,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, h.opts.Prefix+"/", http.StatusFound)
 		return
 	}
-	if r.Method == http.MethodPost && !sameOrigin(r) {
-		http.Error(w, "cross-origin requests may not change the emulator", http.StatusForbidden)
+	if refusal := h.hosts.Check(r); refusal != nil {
+		http.Error(w, refusal.Reason, refusal.Status)
 		return
 	}
 	r2 := r.Clone(r.Context())
 	r2.URL.Path = rest
 	r2.URL.RawPath = ""
 	h.mux.ServeHTTP(w, r2)
-}
-
-// sameOrigin reports whether a state-changing request comes from the
-// page's own origin, by the headers browsers send (Sec-Fetch-Site, else
-// Origin). Requests without either come from programs, not from another
-// site's page, and may proceed.
-func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
-		return site == "same-origin" || site == "none"
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		return err == nil && u.Host == r.Host
-	}
-	return true
 }
 
 // page is what the template renders.
@@ -126,6 +121,20 @@ type page struct {
 	Accounts []accountView
 	Queue    *queueView
 	Error    string
+	Faults   *faultsView
+}
+
+// faultsView is the fault rules and throttle the page lists.
+type faultsView struct {
+	Rules     []faultRow
+	Throttle  string
+	Throttled int64
+}
+
+type faultRow struct {
+	Name, When, Then string
+	Hits, Matches    int64
+	Exhausted        bool
 }
 
 type accountView struct {
@@ -172,12 +181,41 @@ func (h *handler) newPage(r *http.Request) *page {
 	if h.opts.Refresh > 0 {
 		p.Refresh = max(1, int(h.opts.Refresh/time.Second))
 	}
+	p.Faults = h.faults()
 	if v := r.URL.Query().Get("refresh"); v != "" {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
 			p.Refresh = n
 		}
 	}
 	return p
+}
+
+// faults lists the injector's rules and throttle, or nil when there is
+// no injector or it has neither.
+func (h *handler) faults() *faultsView {
+	if h.opts.Faults == nil {
+		return nil
+	}
+	st := h.opts.Faults.Status()
+	if len(st.Rules) == 0 && st.Throttle == nil {
+		return nil
+	}
+	v := &faultsView{Throttled: st.Throttled}
+	for _, r := range st.Rules {
+		v.Rules = append(v.Rules, faultRow{Name: r.Name, When: r.When.String(), Then: r.Then.String(),
+			Hits: r.Hits, Matches: r.Matches, Exhausted: r.Exhausted})
+	}
+	if t := st.Throttle; t != nil {
+		var parts []string
+		if t.QueueMessagesPerSecond > 0 {
+			parts = append(parts, strconv.FormatFloat(t.QueueMessagesPerSecond, 'g', -1, 64)+" messages/s per queue")
+		}
+		if t.AccountRequestsPerSecond > 0 {
+			parts = append(parts, strconv.FormatFloat(t.AccountRequestsPerSecond, 'g', -1, 64)+" requests/s per account")
+		}
+		v.Throttle = strings.Join(parts, ", ")
+	}
+	return v
 }
 
 func (h *handler) index(w http.ResponseWriter, r *http.Request) {
@@ -304,11 +342,15 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 func (h *handler) clear(w http.ResponseWriter, r *http.Request) {
 	_, q, missing := h.lookup(r)
 	if q == nil {
-		h.render(w, r, http.StatusNotFound, &page{Prefix: h.opts.Prefix, Error: missing})
+		p := h.newPage(r)
+		p.Error = missing
+		h.render(w, r, http.StatusNotFound, p)
 		return
 	}
 	if err := q.Clear(r.Context()); err != nil {
-		h.render(w, r, http.StatusConflict, &page{Prefix: h.opts.Prefix, Error: err.Error()})
+		p := h.newPage(r)
+		p.Error = err.Error()
+		h.render(w, r, http.StatusConflict, p)
 		return
 	}
 	h.back(w, r)
@@ -401,6 +443,7 @@ header form { display: inline; }
 main { padding: 12px 20px; }
 h2 { font-size: 16px; margin: 18px 0 6px; }
 table { border-collapse: collapse; background: #fff; width: 100%; }
+section.faults { background: #fff8c5; border: 1px solid #d4a72c; padding: 4px 12px 10px; margin: 8px 0; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #eaeef2; font-weight: 600; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }

@@ -20,6 +20,9 @@ type adminHandler struct {
 	ctl     *clockControl // nil when clock control is off
 	web     http.Handler  // nil when the web page is off
 	version string
+	faults  *faultControl // nil when fault control is off
+	metrics http.Handler  // nil when metrics are off
+	guard   *adminGuard
 }
 
 type healthReply struct {
@@ -33,7 +36,15 @@ type statusReply struct {
 }
 
 func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch p := r.URL.Path; {
+	p := r.URL.Path
+	if p == "/_azq/metrics" && h.metrics != nil {
+		h.metrics.ServeHTTP(w, r)
+		return
+	}
+	if p != "/_azq/health" && h.guard != nil && h.guard.refuse(w, r) {
+		return
+	}
+	switch {
 	case p == "/_azq/health":
 		if !allowMethod(w, r, http.MethodGet) {
 			return
@@ -54,6 +65,8 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, statusReply{Status: "reset"})
 	case p == "/_azq/clock" || strings.HasPrefix(p, "/_azq/clock/"):
 		h.ctl.ServeHTTP(w, r)
+	case p == "/_azq/faults" || strings.HasPrefix(p, "/_azq/faults/"):
+		h.faults.ServeHTTP(w, r)
 	case p == uiPrefix || strings.HasPrefix(p, uiPrefix+"/"):
 		if h.web == nil {
 			http.Error(w, "the web UI is off; start azqd with -ui", http.StatusNotFound)
@@ -61,7 +74,7 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.web.ServeHTTP(w, r)
 	default:
-		writeJSON(w, http.StatusNotFound, clockError{"no such endpoint; see GET /_azq/health, and with -clock-control GET /_azq/clock, POST /_azq/clock/advance?by=, POST /_azq/clock/set?to=, POST /_azq/reset"})
+		writeJSON(w, http.StatusNotFound, clockError{"no such endpoint; see GET /_azq/health and /_azq/metrics; with -clock-control GET /_azq/clock, POST /_azq/clock/advance?by=, POST /_azq/clock/set?to=, POST /_azq/reset; with -faults or -fault-control GET, POST and DELETE /_azq/faults"})
 	}
 }
 

@@ -44,12 +44,13 @@ func services(lines []string) map[string]string {
 	return addrs
 }
 
-// TestTestcontainersAzuriteModule runs azqd with testcontainers-go's
-// Azurite command line and checks what that module waits for before it
-// hands out the container: each port accepts connections and its log
-// line has appeared. Then queues work on the queue port, and the blob and
+// TestTestcontainersGoCommandLine runs azqd, in this process, with
+// testcontainers-go's Azurite command line and checks what that module
+// waits for before it hands out the container: each port accepts
+// connections and its log line has appeared. It runs no testcontainers
+// code and no container. Then queues work on the queue port, and the blob and
 // table ports refuse every request with a clear Azure error.
-func TestTestcontainersAzuriteModule(t *testing.T) {
+func TestTestcontainersGoCommandLine(t *testing.T) {
 	d := start(t, onLoopback(testcontainersArgs)...)
 	out := strings.Join(d.printed, "\n")
 	// The wait strategies of the Testcontainers Azurite modules.

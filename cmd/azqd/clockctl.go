@@ -62,58 +62,103 @@ func (c *clockControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, clockError{r.URL.Path + " takes " + method})
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.clk.Now()
+	var now time.Time
+	var err *clockMoveError
 	switch r.URL.Path {
 	case "/_azq/clock/advance":
-		d, err := parseAdvance(r.URL.Query().Get("by"))
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, clockError{err.Error()})
+		d, perr := parseAdvance(r.URL.Query().Get("by"))
+		if perr != nil {
+			writeJSON(w, http.StatusBadRequest, clockError{perr.Error()})
 			return
 		}
-		if d > maxClockTime.Sub(now) {
-			writeJSON(w, http.StatusBadRequest, clockError{fmt.Sprintf("by: the clock cannot pass %s, the last instant azq represents; it is %s",
-				maxClockTime.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))})
-			return
-		}
-		c.clk.Add(d)
+		now, err = c.advance(d)
 	case "/_azq/clock/set":
-		to, err := time.Parse(time.RFC3339Nano, r.URL.Query().Get("to"))
-		if err != nil {
+		to, perr := time.Parse(time.RFC3339Nano, r.URL.Query().Get("to"))
+		if perr != nil {
 			writeJSON(w, http.StatusBadRequest, clockError{"to: want an RFC 3339 time such as 2030-01-01T00:00:00Z"})
 			return
 		}
-		if to.After(maxClockTime) {
-			writeJSON(w, http.StatusBadRequest, clockError{fmt.Sprintf("to: the clock cannot pass %s, the last instant azq represents",
-				maxClockTime.Format(time.RFC3339Nano))})
-			return
-		}
-		if to.Before(now) {
-			writeJSON(w, http.StatusBadRequest, clockError{fmt.Sprintf("to: the clock only moves forward; it is %s", now.UTC().Format(time.RFC3339Nano))})
-			return
-		}
-		c.clk.Set(to)
+		now, err = c.set(to)
+	default:
+		now = c.now()
 	}
-	if c.save != nil && c.clk.Now() != now {
-		if err := c.save(c.clk.Now()); err != nil {
-			writeJSON(w, http.StatusInternalServerError, clockError{"the clock moved but could not be saved: " + err.Error()})
-			return
-		}
+	if err != nil {
+		writeJSON(w, err.status, clockError{err.msg})
+		return
 	}
-	writeJSON(w, http.StatusOK, clockReply{Now: c.clk.Now().UTC()})
+	writeJSON(w, http.StatusOK, clockReply{Now: now})
+}
+
+// clockMoveError is why the clock was not moved (or not saved), with the
+// status the endpoints answer it with.
+type clockMoveError struct {
+	status int
+	msg    string
+}
+
+func (e *clockMoveError) Error() string { return e.msg }
+
+func (c *clockControl) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clk.Now().UTC()
 }
 
 // advance moves the clock forward by d, as POST /_azq/clock/advance does,
-// and returns the new time. The web UI moves the clock through it.
-func (c *clockControl) advance(d time.Duration) (time.Time, error) {
-	if d < 0 {
-		return time.Time{}, fmt.Errorf("the clock only moves forward")
-	}
+// and returns the new time. The web view's clock buttons move the clock
+// through it too, so that the same bound applies and -data saves the
+// move.
+func (c *clockControl) advance(d time.Duration) (time.Time, *clockMoveError) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.clk.Add(d)
+	now := c.clk.Now()
+	if d < 0 {
+		return now.UTC(), &clockMoveError{http.StatusBadRequest, "by: the clock only moves forward"}
+	}
+	if d > maxClockTime.Sub(now) {
+		return now.UTC(), &clockMoveError{http.StatusBadRequest, fmt.Sprintf("by: the clock cannot pass %s, the last instant azq represents; it is %s",
+			maxClockTime.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))}
+	}
+	return c.moveLocked(now, now.Add(d))
+}
+
+// set moves the clock to to, as POST /_azq/clock/set does.
+func (c *clockControl) set(to time.Time) (time.Time, *clockMoveError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clk.Now()
+	if to.After(maxClockTime) {
+		return now.UTC(), &clockMoveError{http.StatusBadRequest, fmt.Sprintf("to: the clock cannot pass %s, the last instant azq represents",
+			maxClockTime.Format(time.RFC3339Nano))}
+	}
+	if to.Before(now) {
+		return now.UTC(), &clockMoveError{http.StatusBadRequest, fmt.Sprintf("to: the clock only moves forward; it is %s", now.UTC().Format(time.RFC3339Nano))}
+	}
+	return c.moveLocked(now, to)
+}
+
+// moveLocked moves the clock from now to to and saves it (-data). c.mu
+// is held.
+func (c *clockControl) moveLocked(now, to time.Time) (time.Time, *clockMoveError) {
+	if to.Equal(now) {
+		return now.UTC(), nil
+	}
+	c.clk.Set(to)
+	if c.save != nil {
+		if err := c.save(c.clk.Now()); err != nil {
+			return c.clk.Now().UTC(), &clockMoveError{http.StatusInternalServerError, "the clock moved but could not be saved: " + err.Error()}
+		}
+	}
 	return c.clk.Now().UTC(), nil
+}
+
+// advanceUI is advance as the web view's Options.Advance takes it.
+func (c *clockControl) advanceUI(d time.Duration) (time.Time, error) {
+	t, err := c.advance(d)
+	if err != nil {
+		return t, err
+	}
+	return t, nil
 }
 
 // parseAdvance reads the by parameter: a Go duration ("168h", "1h30m") or

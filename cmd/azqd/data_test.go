@@ -17,7 +17,7 @@ import (
 // mock clock's time come back, and start-up reports what it recovered.
 func TestDataSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := parseFlags([]string{"-data", dir, "-clock-control"}, &bytes.Buffer{})
+	cfg, err := parseFlags([]string{"-data", dir, "-clock-control"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

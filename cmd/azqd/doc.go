@@ -11,7 +11,7 @@
 // answers for the development account devstoreaccount1 with its well-known
 // key, and prints one connection string per account on standard output:
 //
-//	azqd: serving the Azure Queue REST API on http://127.0.0.1:10001
+//	azqd: in memory (queues are lost on exit; -data DIR keeps them), serving the Azure Queue REST API on http://127.0.0.1:10001
 //	devstoreaccount1: DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8…;QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;
 //
 // Requests use path-style URLs, http://HOST:PORT/ACCOUNT/QUEUE, as with
@@ -20,7 +20,8 @@
 // -shutdown-timeout), and exits; a second signal exits at once. By default
 // all queues live in memory and are lost on exit; with -data they survive.
 //
-// Flags:
+// Flags (azqd -h lists them in groups: queue service, authentication and
+// TLS, durability, operability, Azurite compatibility):
 //
 //	-addr host:port
 //		Address to listen on (default 127.0.0.1:10001). Port 0, as in
@@ -109,39 +110,28 @@
 // # Azurite's flags
 //
 // So that command lines written for Azurite start azqd unchanged, azqd
-// accepts these of Azurite's flags (with one dash or two):
+// takes every flag of azurite-queue 3.37, and azurite's blob and table
+// ones, with one dash or two; azqd -h lists them under "Azurite
+// compatibility", and docs/emulator.md in the repository has the table.
+// Each does what it does in Azurite: --queueHost and --queuePort are
+// -addr, --location (-l) is -data, --cert and --key are -tls-cert and
+// -tls-key, --oauth basic is -oauth, --debug (-d) writes the request log
+// at debug level to its file, --queueKeepAliveTimeout is
+// -keep-alive-timeout in seconds, --disableProductStyleUrl takes the
+// account from the path only. Or nothing, where azqd already behaves that
+// way: --inMemoryPersistence, --loose (-L), --skipApiVersionCheck,
+// --silent (-s), --disableTelemetry, and --extentMemoryLimit, which azqd
+// does not enforce and says so. --pwd, for PFX certificates, is refused:
+// azqd reads PEM only.
 //
-//	--queueHost host    the host part of -addr (Azurite's listening address)
-//	--queuePort port    the port part of -addr (Azurite's listening port)
-//	--inMemoryPersistence
-//	                    no effect: Azurite then keeps its data off disk,
-//	                    and so does azqd unless -data is given (the two
-//	                    together are an error)
-//	--loose             no effect: Azurite then ignores headers and query
-//	                    parameters it does not support instead of refusing
-//	                    them, and azqd always ignores them
-//	--skipApiVersionCheck
-//	                    no effect: Azurite then accepts every x-ms-version,
-//	                    as azqd does unless -strict-version is given (the
-//	                    two together are an error)
-//	--blobHost host, --blobPort port
-//	--tableHost host, --tablePort port
-//	                    listen there too (Azurite's defaults, 127.0.0.1 and
-//	                    ports 10000 and 10002, fill in the part not given)
-//	                    and answer every request with 501 NotImplemented and
-//	                    Azure's Error XML saying that azqd serves the Queue
-//	                    service only; nothing is stored. This is for tools
-//	                    that wait for all of Azurite's ports, such as the
-//	                    Testcontainers Azurite modules.
-//	--silent            no effect: Azurite then logs no requests, and azqd
-//	                    logs none unless -log-level asks (the two together
-//	                    are an error)
-//
-// Other Azurite flags (--location, --debug, --oauth, --cert,
-// --disableProductStyleUrl) are refused: azqd has no honest meaning for
-// them. Once listening, azqd prints Azurite's start-up line for each
-// service, on standard output (standard error with
-// -print-connection-string):
+// --blobHost, --blobPort, --tableHost and --tablePort make azqd listen
+// there too (Azurite's defaults, 127.0.0.1 and ports 10000 and 10002, fill
+// in the part not given) and answer every request with 501 NotImplemented
+// and Azure's Error XML saying that azqd serves the Queue service only;
+// nothing is stored. This is for tools that wait for all of Azurite's
+// ports, such as the Testcontainers Azurite modules. Once listening, azqd
+// prints Azurite's start-up line for each service, on standard output
+// (standard error with -print-connection-string):
 //
 //	azqd: Queue service is successfully listening at http://0.0.0.0:10001
 //	azqd: Blob service is successfully listening at http://0.0.0.0:10000, and refuses every request with 501 NotImplemented: azqd serves the Queue service only (port 10001)
@@ -181,5 +171,54 @@
 // 2262-04-11T23:47:16.854775807Z, the last instant azq's clock holds (its
 // times are Unix nanoseconds). Without -clock-control the clock and
 // reset endpoints answer 404 and the emulator follows the real clock. The
-// web page of -ui, under /_azq/ui/, moves the same clock.
+// web page of -ui, under /_azq/ui/, moves the same clock through the same
+// code: the same bound applies, and with -data the move is saved.
+//
+// # Faults, throttling and metrics
+//
+// azqd can have Azure's bad days on demand (docs/faults.md):
+//
+//	-faults file
+//		Inject faults by the rules and throttle in this JSON file (package
+//		faults describes it): 503 ServerBusy, 500 InternalError or
+//		OperationTimedOut, connections closed, reset or cut off mid-answer,
+//		delays, and operations that take effect while their answer is lost.
+//		A file with an error stops start-up with the file and the field.
+//		Implies -fault-control.
+//	-fault-control
+//		Serve /_azq/faults, to read and change the rules while azqd runs:
+//
+//		GET    /_azq/faults            the rules, their hits, the throttle
+//		POST   /_azq/faults            add rules and set the throttle (the
+//		                               file's JSON without seed, sent as
+//		                               Content-Type: application/json)
+//		DELETE /_azq/faults            remove every rule and the throttle
+//		DELETE /_azq/faults?rule=NAME  remove one rule
+//	-metrics
+//		Serve Prometheus metrics at /metrics and /_azq/metrics (on by
+//		default; -metrics=false turns them off): requests by operation and
+//		outcome, latency, messages put and deleted, each queue's depth and
+//		oldest visible message's age, fault hits (docs/metrics.md). When an
+//		account is named "metrics", /metrics is its and the metrics are at
+//		/_azq/metrics only.
+//
+// # The admin surface
+//
+// The web view and the reset, clock and fault endpoints take no
+// credentials, so azqd guards them (the health check and the metrics,
+// which change nothing and show no message, are not guarded):
+//
+//   - A request must name as its Host an IP address, localhost (or a name
+//     under .localhost), the host name of -addr, or a name given with
+//     -allow-host (repeatable); any other Host gets 421, reads included,
+//     so that a page under its own name that resolves to 127.0.0.1 (DNS
+//     rebinding) cannot read messages or clear queues.
+//   - A request that changes state must come from azqd's own origin, by
+//     the Sec-Fetch-Site or Origin header browsers send, or carry a header
+//     no cross-site page can send without a CORS preflight (which azqd
+//     never grants); requests without browser metadata come from programs
+//     and are served. Another site's form or script gets 403.
+//   - When azqd listens beyond loopback, they answer clients on this
+//     machine only, unless -admin-remote is given; the start-up line says
+//     which.
 package main

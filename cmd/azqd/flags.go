@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +25,7 @@ type config struct {
 	strictVersion   bool
 	clockControl    bool
 	oauth           bool
+	oauthBasic      bool // given as Azurite's --oauth basic
 	ui              bool
 	oauthKey        string
 	logLevel        string
@@ -39,9 +40,22 @@ type config struct {
 	version          bool
 	dataDir          string
 
+	// debugLog is Azurite's --debug FILE: the request log at debug
+	// level, written to FILE.
+	debugLog string
+	// pathStyleOnly is Azurite's --disableProductStyleUrl: the account
+	// is always the first path segment, never the host's first label.
+	pathStyleOnly bool
+	// notes are said at start-up: Azurite flags accepted with a caveat.
+	notes []string
+
 	// refused are Azurite's blob and table services, listened for and
 	// refused (--blobHost, --tableHost …; see azurite.go).
 	refused []refusedService
+
+	// admin is fault injection, metrics and the admin endpoints' reach
+	// (adminflags.go).
+	admin adminConfig
 }
 
 // accountsFlag collects repeated -account name:key values, merging the
@@ -94,94 +108,261 @@ func validAccountName(name string) error {
 	return nil
 }
 
-// parseFlags parses args (without the program name). It reports errors
-// on stderr and returns them wrapping errUsage; -h gives flag.ErrHelp.
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	cfg, err := parseArgs(args, stderr)
+// flagGroups are the headings of azqd -h and the flags under each, in
+// order. Every flag belongs to exactly one group (TestEveryFlagIsInAGroup):
+// a new flag is defined in parseArgs and named here. An entry may list
+// aliases of one flag separated by commas ("location,l"); the first is the
+// name shown first.
+var flagGroups = []struct {
+	title string
+	flags []string
+}{
+	{"Queue service", []string{"addr", "account", "strict-version", "clock-control", "ui"}},
+	{"Authentication and TLS", []string{"allow-anonymous", "tls-cert", "tls-key", "oauth", "oauth-key"}},
+	{"Durability", []string{"data"}},
+	{"Faults, metrics and the admin endpoints", []string{"faults", "fault-control", "metrics", "allow-host", "admin-remote"}},
+	{"Operability", []string{"log-level", "log-format", "shutdown-timeout", "read-timeout", "keep-alive-timeout",
+		"max-connections", "print-connection-string", "version,v"}},
+	{"Azurite compatibility (azurite-queue 3.37's flags, so that its command lines start azqd;\n" +
+		"also --oauth basic, which is -oauth, and -v, -h)", azuriteFlagNames},
+}
+
+// usage writes azqd -h: a synopsis and the flags by group.
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage: azqd [flags]
+
+azqd serves the Azure Queue REST API for the development account
+devstoreaccount1 on 127.0.0.1:10001, in memory unless -data is given, and
+prints the connection string. Manual: docs/emulator.md in the azq repository.
+`)
+	for _, g := range flagGroups {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, entry := range g.flags {
+			names := strings.Split(entry, ",")
+			f := fs.Lookup(names[0])
+			if f == nil {
+				continue
+			}
+			dash := "-"
+			if g.flags[0] == azuriteFlagNames[0] {
+				dash = "--" // as Azurite writes them
+			}
+			var shown []string
+			for _, n := range names {
+				d := dash
+				if len(n) == 1 {
+					d = "-"
+				}
+				shown = append(shown, d+n)
+			}
+			arg, help := flag.UnquoteUsage(f)
+			line := "  " + strings.Join(shown, ", ")
+			if arg != "" {
+				line += " " + arg
+			}
+			fmt.Fprintln(w, line)
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+				help += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(w, "    \t%s\n", strings.ReplaceAll(help, "\n", "\n    \t"))
+		}
+	}
+}
+
+// parseFlags parses args (without the program name). On a mistake it
+// writes the error alone on stderr, with a hint where one is known and a
+// pointer to -h, and returns an error wrapping errUsage; -h writes the
+// help on stdout and returns flag.ErrHelp.
+func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
+	cfg, fs, err := parseArgs(args)
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return cfg, err
-	case errors.Is(err, errUsage):
-		// The flag package has reported it, with the usage.
+	case err == nil:
+		return cfg, nil
+	case errors.Is(err, flag.ErrHelp):
+		usage(stdout, fs)
 		return nil, err
 	}
 	fmt.Fprintln(stderr, "azqd:", err)
+	if h := hintFor(err, fs); h != "" {
+		fmt.Fprintln(stderr, "azqd: hint:", h)
+	}
+	fmt.Fprintln(stderr, "azqd -h for help")
 	return nil, fmt.Errorf("%w: %v", errUsage, err)
 }
 
-func parseArgs(args []string, stderr io.Writer) (*config, error) {
+// hintFor has advice for a command-line error: the flag meant, when an
+// unknown one is close to a known one.
+func hintFor(err error, fs *flag.FlagSet) string {
+	var h *hintError
+	if errors.As(err, &h) {
+		return h.hint
+	}
+	const unknown = "flag provided but not defined: "
+	msg := err.Error()
+	i := strings.Index(msg, unknown)
+	if i < 0 {
+		return ""
+	}
+	name := strings.TrimLeft(msg[i+len(unknown):], "-")
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(f.Name)); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	dash := "-"
+	for _, n := range azuriteFlagNames {
+		if strings.Split(n, ",")[0] == best {
+			dash = "--"
+		}
+	}
+	return fmt.Sprintf("did you mean %s%s?", dash, best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// hintError is an error with advice for the person at the command line.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+func parseArgs(args []string) (*config, *flag.FlagSet, error) {
 	cfg := &config{}
 	var accounts accountsFlag
 	fs := flag.NewFlagSet("azqd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: azqd [flags]\n\nazqd serves the Azure Queue REST API from memory. Flags:\n\n")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:10001", "`host:port` to listen on; port 0 picks a free port")
+	// Errors and help are written by parseFlags, the errors alone.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+
+	// Queue service.
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:10001", "`host:port` to listen on; port 0 picks a free port, and the port bound is printed")
 	fs.Var(&accounts, "account", "account as `name:base64key`; repeat for more accounts or keys (default devstoreaccount1 with its well-known key)")
+	fs.BoolVar(&cfg.strictVersion, "strict-version", false, "reject x-ms-version values newer than azq knows, as Azure rejects unknown ones")
+	fs.BoolVar(&cfg.clockControl, "clock-control", false, "run on a clock that stands still until POST /_azq/clock/advance?by=DURATION moves it")
+	fs.BoolVar(&cfg.ui, "ui", false, "serve a web page showing the queues under /_azq/ui/")
+
+	// Authentication and TLS.
+	fs.BoolVar(&cfg.allowAnonymous, "allow-anonymous", false, "accept requests that carry no credentials (curl without a signature)")
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate `file`; serve HTTPS (needs -tls-key)")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key `file` for -tls-cert")
-	fs.BoolVar(&cfg.allowAnonymous, "allow-anonymous", false, "accept requests that carry no credentials")
-	fs.BoolVar(&cfg.strictVersion, "strict-version", false, "reject unknown x-ms-version values as Azure does")
-	fs.BoolVar(&cfg.clockControl, "clock-control", false, "run on a controllable clock served under /_azq/clock")
-	fs.BoolVar(&cfg.ui, "ui", false, "serve a web page showing the queues under /_azq/ui")
-	fs.BoolVar(&cfg.oauth, "oauth", false, "accept Microsoft Entra ID bearer tokens (needs -tls-cert); signatures are not checked without -oauth-key")
+	fs.Var(&oauthFlag{on: &cfg.oauth, basic: &cfg.oauthBasic}, "oauth", "accept Microsoft Entra ID bearer tokens (needs -tls-cert); signatures are not checked without -oauth-key. Azurite's --oauth basic is the same")
 	fs.StringVar(&cfg.oauthKey, "oauth-key", "", "PEM public keys or certificates, or a JSON Web Key Set, `file` that verifies bearer token signatures; implies -oauth")
-	fs.StringVar(&cfg.logLevel, "log-level", "off", "request log `level`: off, debug, info, warn or error")
+
+	// Durability.
+	fs.StringVar(&cfg.dataDir, "data", "", "keep queues and messages in `dir` across restarts, one subdirectory per account (default: in memory only)")
+
+	// Faults, metrics and the admin endpoints.
+	adminFlags(fs, &cfg.admin)
+
+	// Operability.
+	fs.StringVar(&cfg.logLevel, "log-level", "off", "request log `level` on stderr: off, debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log `format`: text or json")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long shutdown waits for in-flight requests")
-	az := azuriteFlags(fs)
-
 	fs.DurationVar(&cfg.readTimeout, "read-timeout", 30*time.Second, "how long a client may take to send a request, headers and body")
 	fs.DurationVar(&cfg.keepAliveTimeout, "keep-alive-timeout", 5*time.Second, "how long an idle keep-alive connection stays open")
 	fs.IntVar(&cfg.maxConnections, "max-connections", 1024, "most connections served at once; more wait to be accepted")
 	fs.BoolVar(&cfg.printConnString, "print-connection-string", false, "print only the connection strings on stdout, one per account, and the rest on stderr")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+	fs.BoolVar(&cfg.version, "v", false, "print the version and exit")
 
-	fs.StringVar(&cfg.dataDir, "data", "", "keep queues and messages in `dir` across restarts (default: in memory only)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	az := azuriteFlags(fs, cfg)
+	if err := fs.Parse(azuriteArgs(args)); err != nil {
+		return nil, fs, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return nil, fs, fmt.Errorf("unexpected arguments %q: azqd takes flags only", fs.Args())
 	}
 	if err := az.apply(cfg); err != nil {
-		return nil, err
+		return nil, fs, err
+	}
+	if err := cfg.admin.check(); err != nil {
+		return nil, fs, err
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
-		return nil, errors.New("-tls-cert and -tls-key go together")
+		return nil, fs, errors.New("-tls-cert and -tls-key go together")
 	}
 	if cfg.oauthKey != "" {
 		cfg.oauth = true
 	}
-	if cfg.oauth && cfg.tlsCert == "" {
-		return nil, errors.New("-oauth needs -tls-cert and -tls-key: the Azure SDKs send bearer tokens over HTTPS only")
+	if cfg.oauth && cfg.tlsCert == "" && !cfg.oauthBasic {
+		// Azurite starts with --oauth basic over HTTP and refuses
+		// tokens there; so does azqd. Its own -oauth insists.
+		return nil, fs, errors.New("-oauth needs -tls-cert and -tls-key: the Azure SDKs send bearer tokens over HTTPS only")
 	}
 	if cfg.shutdownTimeout <= 0 {
-		return nil, errors.New("-shutdown-timeout must be positive")
+		return nil, fs, errors.New("-shutdown-timeout must be positive")
 	}
 	if cfg.readTimeout <= 0 || cfg.keepAliveTimeout <= 0 {
-		return nil, errors.New("-read-timeout and -keep-alive-timeout must be positive")
+		return nil, fs, errors.New("-read-timeout and -keep-alive-timeout must be positive")
 	}
 	if cfg.maxConnections < 1 {
-		return nil, errors.New("-max-connections must be at least 1")
+		return nil, fs, errors.New("-max-connections must be at least 1")
 	}
 	if _, err := parseLevel(cfg.logLevel); err != nil {
-		return nil, err
+		return nil, fs, err
 	}
 	if cfg.logFormat != "text" && cfg.logFormat != "json" {
-		return nil, fmt.Errorf("-log-format %q: want text or json", cfg.logFormat)
+		return nil, fs, fmt.Errorf("-log-format %q: want text or json", cfg.logFormat)
 	}
 	cfg.accounts = accounts.accounts
 	if len(cfg.accounts) == 0 {
 		cfg.accounts = []server.Account{server.DevelopmentAccount()}
 	}
-	return cfg, nil
+	return cfg, fs, nil
 }
+
+// oauthFlag is -oauth, a boolean that also takes Azurite's one level,
+// "basic" (--oauth basic): tokens' claims are checked, not signatures,
+// which is what -oauth without -oauth-key does.
+type oauthFlag struct{ on, basic *bool }
+
+func (f *oauthFlag) String() string {
+	if f == nil || f.on == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*f.on)
+}
+
+func (f *oauthFlag) Set(v string) error {
+	if strings.EqualFold(v, "basic") {
+		*f.on, *f.basic = true, true
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return errors.New(`want true, false or Azurite's "basic"`)
+	}
+	*f.on = b
+	return nil
+}
+
+func (f *oauthFlag) IsBoolFlag() bool { return true }
 
 // parseLevel maps -log-level to a slog level; ok is false for "off".
 func parseLevel(s string) (level slog.Level, err error) {
@@ -200,110 +381,27 @@ func parseLevel(s string) (level slog.Level, err error) {
 	return 0, fmt.Errorf("-log-level %q: want off, debug, info, warn or error", s)
 }
 
-// newLogger returns the logger -log-level and -log-format ask for, or nil
-// when logging is off.
-func newLogger(cfg *config, stderr io.Writer) *slog.Logger {
-	if s := strings.ToLower(cfg.logLevel); s == "off" || s == "" {
-		return nil
+// newLogger returns the logger -log-level and -log-format ask for, or
+// Azurite's --debug FILE's, or nil when logging is off; close closes the
+// file.
+func newLogger(cfg *config, stderr io.Writer) (logger *slog.Logger, close func(), err error) {
+	close = func() {}
+	w, level := stderr, slog.LevelDebug
+	switch {
+	case cfg.debugLog != "":
+		f, err := os.OpenFile(cfg.debugLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--debug: %w", err)
+		}
+		w, close = f, func() { f.Close() }
+	case strings.EqualFold(cfg.logLevel, "off") || cfg.logLevel == "":
+		return nil, close, nil
+	default:
+		level, _ = parseLevel(cfg.logLevel)
 	}
-	level, _ := parseLevel(cfg.logLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(stderr, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), close, nil
 	}
-	return slog.New(slog.NewTextHandler(stderr, opts))
-}
-
-// azurite holds the Azurite queue flags azqd accepts as aliases, so that
-// command lines written for Azurite's image ("azurite-queue --queueHost
-// 0.0.0.0 --skipApiVersionCheck") start azqd unchanged. Each maps to what
-// it means in Azurite; the ones with nothing to change in azqd are
-// accepted and have no effect.
-type azurite struct {
-	// queueHost and queuePort are Azurite's listening address and port for
-	// the queue service: they replace the host and the port of -addr.
-	queueHost, queuePort string
-	// inMemoryPersistence keeps Azurite's data off disk; azqd keeps it in
-	// memory unless -data is given, so the two conflict.
-	inMemoryPersistence bool
-	// loose makes Azurite ignore headers and query parameters it does not
-	// support instead of refusing them; azqd always ignores them, so it
-	// changes nothing.
-	loose bool
-	// skipApiVersionCheck makes Azurite accept any x-ms-version; azqd
-	// does so unless -strict-version asks otherwise, so the two conflict.
-	skipAPIVersionCheck bool
-	// blobHost, blobPort, tableHost and tablePort are where Azurite
-	// serves blobs and tables. azqd listens there to refuse every request
-	// (refusedService), so that tools waiting for all three ports start.
-	blobHost, blobPort, tableHost, tablePort string
-	// silent turns Azurite's access log off; azqd's is off unless
-	// -log-level turns it on, so the two conflict.
-	silent bool
-}
-
-func azuriteFlags(fs *flag.FlagSet) *azurite {
-	az := &azurite{}
-	fs.StringVar(&az.queueHost, "queueHost", "", "Azurite alias: listen on this `host` (replaces the host of -addr)")
-	fs.StringVar(&az.queuePort, "queuePort", "", "Azurite alias: listen on this `port` (replaces the port of -addr)")
-	fs.BoolVar(&az.inMemoryPersistence, "inMemoryPersistence", false, "Azurite alias: keep everything in memory, azqd's default (conflicts with -data)")
-	fs.BoolVar(&az.loose, "loose", false, "Azurite alias, no effect: azqd ignores headers and query parameters it does not support anyway")
-	fs.BoolVar(&az.skipAPIVersionCheck, "skipApiVersionCheck", false, "Azurite alias: accept every x-ms-version, azqd's default (conflicts with -strict-version)")
-	fs.StringVar(&az.blobHost, "blobHost", "", "Azurite alias: listen on this `host` (port 10000 unless --blobPort) and refuse every request: azqd serves queues only")
-	fs.StringVar(&az.blobPort, "blobPort", "", "Azurite alias: as --blobHost, on this `port` (host 127.0.0.1 unless --blobHost)")
-	fs.StringVar(&az.tableHost, "tableHost", "", "Azurite alias: listen on this `host` (port 10002 unless --tablePort) and refuse every request: azqd serves queues only")
-	fs.StringVar(&az.tablePort, "tablePort", "", "Azurite alias: as --tableHost, on this `port` (host 127.0.0.1 unless --tableHost)")
-	fs.BoolVar(&az.silent, "silent", false, "Azurite alias, no effect: azqd logs no requests unless -log-level asks (conflicts with it)")
-	return az
-}
-
-// apply folds the aliases into cfg.
-func (az *azurite) apply(cfg *config) error {
-	if az.skipAPIVersionCheck && cfg.strictVersion {
-		return errors.New("--skipApiVersionCheck and -strict-version contradict each other")
-	}
-	if az.inMemoryPersistence && cfg.dataDir != "" {
-		return errors.New("--inMemoryPersistence and -data contradict each other")
-	}
-	if az.silent && !strings.EqualFold(cfg.logLevel, "off") {
-		return errors.New("--silent and -log-level contradict each other")
-	}
-	for _, s := range []struct{ name, host, port, defaultPort string }{
-		{"Blob", az.blobHost, az.blobPort, "10000"},
-		{"Table", az.tableHost, az.tablePort, "10002"},
-	} {
-		if s.host == "" && s.port == "" {
-			continue
-		}
-		addr, err := azuriteAddr("127.0.0.1", s.defaultPort, s.host, s.port, "--"+strings.ToLower(s.name)+"Port")
-		if err != nil {
-			return err
-		}
-		cfg.refused = append(cfg.refused, refusedService{name: s.name, addr: addr})
-	}
-	if az.queueHost == "" && az.queuePort == "" {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(cfg.addr)
-	if err != nil {
-		return fmt.Errorf("-addr %q: %v", cfg.addr, err)
-	}
-	cfg.addr, err = azuriteAddr(host, port, az.queueHost, az.queuePort, "--queuePort")
-	return err
-}
-
-// azuriteAddr is host:port with Azurite's host and port flags, where
-// given, in place of the defaults.
-func azuriteAddr(host, port, flagHost, flagPort, portFlag string) (string, error) {
-	if flagHost != "" {
-		host = strings.TrimSuffix(strings.TrimPrefix(flagHost, "["), "]")
-	}
-	if flagPort != "" {
-		n, err := strconv.ParseUint(flagPort, 10, 16)
-		if err != nil {
-			return "", fmt.Errorf("%s %q: want a port number from 0 to 65535", portFlag, flagPort)
-		}
-		port = strconv.FormatUint(n, 10)
-	}
-	return net.JoinHostPort(host, port), nil
+	return slog.New(slog.NewTextHandler(w, opts)), close, nil
 }

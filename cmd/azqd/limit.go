@@ -53,3 +53,7 @@ func (c *limitConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// NetConn returns the connection limitConn wraps, as tls.Conn's does, so
+// that fault injection can reach the TCP connection to reset it.
+func (c *limitConn) NetConn() net.Conn { return c.Conn }

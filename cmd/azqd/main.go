@@ -16,11 +16,14 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 	"github.com/azqlib/azq/ui"
 )
@@ -41,6 +44,10 @@ func main() {
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "azqd:", err)
+		var h *hintError
+		if errors.As(err, &h) {
+			fmt.Fprintln(os.Stderr, "azqd: hint:", h.hint)
+		}
 		os.Exit(1)
 	}
 }
@@ -53,7 +60,7 @@ var errUsage = errors.New("usage")
 // It prints the listening address and the connection strings on stdout;
 // logs and usage go to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseFlags(args, stderr)
+	cfg, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -67,7 +74,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.printConnString {
 		notes = stderr
 	}
-	logger := newLogger(cfg, stderr)
+	logger, closeLog, err := newLogger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 
 	var tlsConfig *tls.Config
 	scheme := "http"
@@ -104,6 +115,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctl = &clockControl{clk: mock}
 	}
 
+	var inj *faults.Injector
+	if cfg.admin.faultControl {
+		var fc faults.Config
+		if cfg.admin.faultsFile != "" {
+			if fc, err = faults.Load(cfg.admin.faultsFile); err != nil {
+				return fmt.Errorf("reading the fault rules: %w", err)
+			}
+		}
+		var fclk clock.Clock = clk
+		if fclk == nil {
+			fclk = clock.New()
+		}
+		if inj, err = faults.New(faults.Options{Config: fc, Clock: fclk}); err != nil {
+			return fmt.Errorf("the fault rules of %s: %w", cfg.admin.faultsFile, err)
+		}
+	}
+
 	services, err := openData(cfg, ctl, stdout)
 	if err != nil {
 		return err
@@ -111,13 +139,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		closeAll(services)
-		return err
+		return listenError("the queue service's address", cfg.addr, err)
 	}
 	ln := newLimitListener(tcp, cfg.maxConnections)
 	refused, err := listenRefused(cfg.refused, cfg.maxConnections)
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	var rec *metrics.Recorder
+	var observe func(metrics.Observation)
+	if cfg.admin.metrics {
+		rec = metrics.NewRecorder()
+		observe = rec.Observe
 	}
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
@@ -127,20 +161,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		StrictVersion:  cfg.strictVersion,
 		Logger:         logger,
 		OAuth:          oauth,
+		Faults:         inj,
+		Observe:        observe,
+		PathStyleOnly:  cfg.pathStyleOnly,
 	})
-	var web http.Handler
+	admin := &adminHandler{api: api, ctl: ctl, version: buildVersion(), guard: newAdminGuard(cfg)}
+	if inj != nil {
+		admin.faults = &faultControl{inj: inj}
+	}
+	if rec != nil {
+		for _, a := range cfg.accounts {
+			rec.WatchService(a.Name, api.Service(a.Name))
+		}
+		if inj != nil {
+			rec.WatchFaults(inj)
+		}
+		admin.metrics = rec.Handler()
+	}
 	if cfg.ui {
-		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix}
+		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix, Hosts: cfg.admin.allowHosts, Faults: inj}
 		for _, a := range cfg.accounts {
 			uiOpts.Accounts = append(uiOpts.Accounts, ui.Account{Name: a.Name, Service: api.Service(a.Name)})
 		}
 		if ctl != nil {
-			uiOpts.Advance = ctl.advance
+			uiOpts.Advance = ctl.advanceUI
 		}
-		web = ui.New(uiOpts)
+		admin.web = ui.New(uiOpts)
 	}
 	hs := &http.Server{
-		Handler:   newHandler(api, &adminHandler{api: api, ctl: ctl, web: web, version: buildVersion()}),
+		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, servesMetricsAtRoot(cfg, rec)),
 		TLSConfig: tlsConfig,
 		// Slow and idle clients must not hold connections: a request
 		// (headers and body) has -read-timeout to arrive, its headers at
@@ -164,19 +213,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	base := scheme + "://" + endpointHost(ln.Addr())
 	if !isLoopback(ln.Addr()) {
-		fmt.Fprintf(stderr, "azqd: warning: listening on %s, beyond loopback: anyone who can reach it can use the accounts, and devstoreaccount1's key is public; use -addr 127.0.0.1:PORT unless that is what you want\n", ln.Addr())
+		fmt.Fprintf(stderr, "azqd: warning: listening on %s, beyond loopback: anyone who can reach it can use the accounts, and devstoreaccount1's key is public; use -addr 127.0.0.1:PORT unless that is what you want\n", listenAddr(cfg.addr, ln.Addr()))
 	}
-	fmt.Fprintf(notes, "azqd: serving the Azure Queue REST API on %s\n", base)
-	refused.announce(notes, scheme, ln.Addr()) // Azurite's start-up lines
+	// The mode comes first and the endpoint last, where scripts find it.
+	mode := "in memory (queues are lost on exit; -data DIR keeps them)"
+	if cfg.dataDir != "" {
+		mode = "durable in " + cfg.dataDir
+	}
+	fmt.Fprintf(notes, "azqd: %s, serving the Azure Queue REST API on %s\n", mode, base)
+	refused.announce(notes, scheme, cfg.addr, ln.Addr()) // Azurite's start-up lines
+	for _, n := range cfg.notes {
+		fmt.Fprintln(stderr, "azqd: note:", n)
+	}
 	if ctl != nil {
 		fmt.Fprintf(notes, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
 			base, clk.Now().UTC().Format(time.RFC3339))
 	}
-	if web != nil {
+	if admin.web != nil {
 		fmt.Fprintf(stdout, "azqd: the queues are on view at %s%s/\n", base, uiPrefix)
 	}
+	announceAdmin(notes, stderr, cfg, base, ln.Addr(), inj, rec)
 	if cfg.allowAnonymous {
 		fmt.Fprintln(notes, "azqd: requests without credentials are allowed")
+	} else {
+		fmt.Fprintln(notes, "azqd: requests must be signed, as the SDKs do with the connection string below; -allow-anonymous accepts unsigned ones (curl)")
+	}
+	if oauth != nil && tlsConfig == nil {
+		fmt.Fprintln(stderr, "azqd: note: --oauth basic over HTTP: bearer tokens are refused, as Azurite refuses them, until --cert and --key (or -tls-cert and -tls-key) serve HTTPS")
 	}
 	switch {
 	case oauth != nil && len(oauth.Keys) > 0:
@@ -246,16 +309,60 @@ const (
 	writeAllowance   = 30 * time.Second
 )
 
-// newHandler routes /_azq/ to azqd's own endpoints and everything else to
-// the Azure Queue REST API.
-func newHandler(api, admin http.Handler) http.Handler {
+// newHandler routes /_azq/ to azqd's own endpoints, /metrics (when
+// metrics is not nil) to the metrics, and everything else to the Azure
+// Queue REST API.
+func newHandler(api, admin, metrics http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, adminPrefix) || r.URL.Path == strings.TrimSuffix(adminPrefix, "/") {
 			admin.ServeHTTP(w, r)
 			return
 		}
+		if metrics != nil && r.URL.Path == "/metrics" {
+			metrics.ServeHTTP(w, r)
+			return
+		}
 		api.ServeHTTP(w, r)
 	})
+}
+
+// unsignedHint passes requests to api and, the first time one that carries
+// no credentials at all (no Authorization header, no SAS) is refused with
+// 401, tells stderr that -allow-anonymous exists: the person trying azqd
+// with curl sees why, in the terminal where azqd runs. With
+// allowAnonymous it is api itself.
+func unsignedHint(api http.Handler, allowAnonymous bool, stderr io.Writer) http.Handler {
+	if allowAnonymous {
+		return api
+	}
+	var once sync.Once
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" || r.URL.Query().Has("sig") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		api.ServeHTTP(sw, r)
+		if sw.status == http.StatusUnauthorized {
+			once.Do(func() {
+				fmt.Fprintf(stderr, "azqd: refused %s %s with 401: it carries no credentials; sign requests with the connection string's key, or start azqd with -allow-anonymous to accept unsigned ones\n",
+					r.Method, r.URL.Path)
+			})
+		}
+	})
+}
+
+// statusWriter notes the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // isLoopback reports whether a listener's address is reachable from this
@@ -295,6 +402,28 @@ func buildVersion() string {
 		v += " " + rev + dirty
 	}
 	return v + " " + bi.GoVersion
+}
+
+// listenAddr is the address a listener is on as the command line named
+// it, with the port it bound: "0.0.0.0:10001" rather than the "[::]:10001"
+// a dual-stack listener reports. An address without a host is the
+// listener's.
+func listenAddr(asked string, bound net.Addr) string {
+	host, _, err := net.SplitHostPort(asked)
+	if err != nil || host == "" {
+		return bound.String()
+	}
+	return net.JoinHostPort(host, fmt.Sprint(portOf(bound)))
+}
+
+// listenError explains a failure to listen on addr for what; a port in use
+// gets a hint, since Azurite or another azqd holding 10001 is common.
+func listenError(what, addr string, err error) error {
+	err = fmt.Errorf("listening on %s, %s: %w", addr, what, err)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return &hintError{err, fmt.Sprintf("another program listens on %s, perhaps Azurite or another azqd; stop it, or give another address (-addr 127.0.0.1:0 picks a free port)", addr)}
+	}
+	return err
 }
 
 // endpointHost is the host:port clients should use for a listener: an

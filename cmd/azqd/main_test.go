@@ -100,7 +100,7 @@ func start(t *testing.T, args ...string) *daemon {
 	for len(d.conns) < accounts {
 		line := d.next("a connection string")
 		d.printed = append(d.printed, line)
-		if rest, ok := strings.CutPrefix(line, "azqd: serving the Azure Queue REST API on "); ok {
+		if _, rest, ok := strings.Cut(line, ", serving the Azure Queue REST API on "); ok && strings.HasPrefix(line, "azqd: ") {
 			d.base = rest
 			continue
 		}
@@ -662,7 +662,9 @@ func TestFlagErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if err := run(context.Background(), []string{"-addr", ln.Addr().String()}, io.Discard, io.Discard); err == nil {
-		t.Error("listening on a busy port succeeded")
+	err = run(context.Background(), []string{"-addr", ln.Addr().String()}, io.Discard, io.Discard)
+	var h *hintError
+	if !errors.As(err, &h) || !strings.Contains(h.hint, "Azurite") || !strings.Contains(h.hint, "-addr 127.0.0.1:0") {
+		t.Errorf("listening on a busy port: %v, want an error with a hint naming Azurite and -addr 127.0.0.1:0", err)
 	}
 }

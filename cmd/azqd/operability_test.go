@@ -177,7 +177,7 @@ func TestPrintConnectionString(t *testing.T) {
 	if len(stdout) != 1 {
 		t.Fatalf("stdout has more than the connection string: %q", stdout)
 	}
-	if !strings.Contains(stderr.String(), "azqd: serving the Azure Queue REST API on http://127.0.0.1:") {
+	if !strings.Contains(stderr.String(), ", serving the Azure Queue REST API on http://127.0.0.1:") {
 		t.Fatalf("the notes did not go to stderr: %q", stderr.String())
 	}
 }

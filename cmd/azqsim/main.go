@@ -54,12 +54,23 @@ type config struct {
 	noFiles    bool
 }
 
+// usageHead opens azqsim -h: what it does, and where the scenario format
+// is written down.
+const usageHead = `Usage: azqsim [flags] scenario.json
+
+azqsim simulates a scenario of producers and consumers over an azq queue.
+The scenario format: docs/simulator.md in the azq repository, or
+go doc github.com/azqlib/azq/sim.Scenario; examples/sim/ has eight
+scenarios, each a question. Flags:
+
+`
+
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("azqsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: azqsim [flags] scenario.json\n\nazqsim simulates a scenario of producers and consumers over an azq queue. Flags:\n\n")
+		fmt.Fprint(fs.Output(), usageHead)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.seed, "seed", "", "random seed, replacing the scenario's: the same seed gives the same report")
@@ -207,10 +218,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func runSweep(ctx context.Context, sc *sim.Scenario, opts sim.Options, cfg *config, dir, format string, bar *progress, stdout, stderr io.Writer) error {
-	n := len(sc.Sweep.Values)
-	opts.Progress = bar.update(fmt.Sprintf("run 1/%d", n))
+	values := sc.Sweep.Values
+	label := func(i int) string {
+		if i >= len(values) {
+			return ""
+		}
+		return sc.Sweep.Parameter + "=" + string(values[i])
+	}
+	bar.run, bar.runs = 1, len(values)
+	opts.Progress = bar.update(label(0))
 	res, runErr := sim.RunSweep(ctx, sc, opts, func(i int, r *sim.Report) {
-		bar.label = fmt.Sprintf("run %d/%d", i+2, n)
+		bar.run, bar.label = i+2, label(i+1)
 	})
 	bar.done()
 	if res == nil || len(res.Reports) == 0 {

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/azqlib/azq/sim"
 )
 
 const scenario = `{
@@ -129,10 +133,53 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
-	if _, _, err := runCmd(t, "-q", writeScenario(t, `{"duration": "1h"}`)); err == nil || !strings.Contains(err.Error(), "no producers") {
+	if _, _, err := runCmd(t, "-q", writeScenario(t, `{"duration": "1h"}`)); err == nil || !strings.Contains(err.Error(), "no consumers") {
 		t.Errorf("bad scenario: %v", err)
+	}
+	// -set duration that leaves a producer starting after the end is
+	// refused, not run without arrivals.
+	late := `{"duration": "2h", "producers": [{"arrival": {"kind": "poisson", "rate": 1}, "start": "1h"}], "consumers": [{"count": 1}]}`
+	if _, _, err := runCmd(t, "-q", "-no-files", "-set", "duration=30m", writeScenario(t, late)); err == nil || !strings.Contains(err.Error(), "would put nothing") {
+		t.Errorf("-set duration=30m before the producer's start: %v", err)
+	}
+	if _, _, err := runCmd(t, "-q", "-no-files", writeScenario(t, "{\n  \"duration\": 1h}")); err == nil || !strings.Contains(err.Error(), "line 2, column 16") {
+		t.Errorf("JSON syntax error: %v, want its line and column", err)
 	}
 	if _, _, err := runCmd(t, "-q", "no/such/file.json"); err == nil {
 		t.Error("a missing file was accepted")
+	}
+}
+
+// TestSweepProgressIsOverall: during a sweep the bar and its percentage
+// are the whole sweep's, and the line names the run and its value.
+func TestSweepProgressIsOverall(t *testing.T) {
+	p := &progress{run: 3, runs: 4, label: `consumers.0.count=8`}
+	line := p.line(sim.Progress{Done: 30 * time.Minute, Total: time.Hour, Put: 42})
+	want := "[==================            ]  62%  run 3 of 4,  50%: 30m0s of 1h0m0s  42 messages  consumers.0.count=8"
+	if line != want {
+		t.Errorf("line\n%q\nwant\n%q", line, want)
+	}
+	single := (&progress{}).line(sim.Progress{Done: 15 * time.Minute, Total: time.Hour})
+	if !strings.HasPrefix(single, "[=======                       ]  25%  15m0s of 1h0m0s") {
+		t.Errorf("single run: %q", single)
+	}
+}
+
+// TestHelpNamesTheFormatDocs: -h says where the scenario format is
+// documented, and those places exist.
+func TestHelpNamesTheFormatDocs(t *testing.T) {
+	var stderr bytes.Buffer
+	if _, err := parseFlags([]string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"docs/simulator.md", "go doc github.com/azqlib/azq/sim.Scenario", "examples/sim/"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("-h does not mention %s:\n%s", want, stderr.String())
+		}
+	}
+	for _, path := range []string{"../../docs/simulator.md", "../../examples/sim"} {
+		if _, err := os.Stat(path); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -23,6 +23,9 @@ type progress struct {
 	label  string
 	shown  bool
 	prevTx int
+	// run and runs place a run in a sweep (1 of runs); runs is 0 for a
+	// single run.
+	run, runs int
 }
 
 func newProgress(w io.Writer, on bool) *progress {
@@ -55,15 +58,7 @@ func (p *progress) show(pr sim.Progress) {
 	}
 	p.last = now
 	p.shown = true
-	frac := 0.0
-	if pr.Total > 0 {
-		frac = float64(pr.Done) / float64(pr.Total)
-	}
-	const width = 30
-	n := int(frac * width)
-	bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
-	line := fmt.Sprintf("[%s] %3.0f%%  %v of %v  %d messages  %s", bar, 100*frac,
-		sim.Duration(pr.Done.Round(time.Second)), sim.Duration(pr.Total), pr.Put, p.label)
+	line := p.line(pr)
 	if p.tty {
 		pad := ""
 		if len(line) < p.prevTx {
@@ -74,6 +69,31 @@ func (p *progress) show(pr sim.Progress) {
 	} else {
 		fmt.Fprintln(p.w, line)
 	}
+}
+
+// line is the text of the bar: for a sweep, the bar and the percentage
+// are the whole sweep's, then the run's own.
+func (p *progress) line(pr sim.Progress) string {
+	frac := 0.0
+	if pr.Total > 0 {
+		frac = float64(pr.Done) / float64(pr.Total)
+	}
+	overall := frac
+	if p.runs > 1 {
+		overall = (float64(p.run-1) + frac) / float64(p.runs)
+	}
+	const width = 30
+	n := min(int(overall*width), width)
+	bar := strings.Repeat("=", n) + strings.Repeat(" ", width-n)
+	line := fmt.Sprintf("[%s] %3.0f%%  ", bar, 100*overall)
+	if p.runs > 1 {
+		line += fmt.Sprintf("run %d of %d, %3.0f%%: ", p.run, p.runs, 100*frac)
+	}
+	line += fmt.Sprintf("%v of %v  %d messages", sim.Duration(pr.Done.Round(time.Second)), sim.Duration(pr.Total), pr.Put)
+	if p.label != "" {
+		line += "  " + p.label
+	}
+	return line
 }
 
 // done ends the bar's line.

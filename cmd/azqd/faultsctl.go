@@ -1,0 +1,91 @@
+package main
+
+import (
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/azqlib/azq/faults"
+)
+
+// faultControl serves /_azq/faults, the fault injector's rules and
+// throttle, with -faults or -fault-control:
+//
+//	GET    /_azq/faults            the rules with their hits, and the throttle
+//	POST   /_azq/faults            add rules, set the throttle: a rules file's
+//	                               JSON (without seed), Content-Type application/json
+//	DELETE /_azq/faults            remove every rule and the throttle
+//	DELETE /_azq/faults?rule=NAME  remove one rule
+type faultControl struct {
+	inj *faults.Injector
+}
+
+// maxFaultsBody bounds a POST's body; rules are a few hundred bytes.
+const maxFaultsBody = 1 << 20
+
+func (c *faultControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if c == nil {
+		writeJSON(w, http.StatusNotFound, clockError{"fault injection is off; start azqd with -faults FILE or -fault-control"})
+		return
+	}
+	if r.URL.Path != "/_azq/faults" {
+		writeJSON(w, http.StatusNotFound, clockError{"no such endpoint; see GET, POST and DELETE /_azq/faults"})
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPost:
+		if status, msg := c.add(r); status != 0 {
+			writeJSON(w, status, clockError{msg})
+			return
+		}
+	case http.MethodDelete:
+		if name := r.URL.Query().Get("rule"); name != "" {
+			if !c.inj.Remove(name) {
+				writeJSON(w, http.StatusNotFound, clockError{"rule: there is no rule named " + name})
+				return
+			}
+		} else {
+			c.inj.Clear()
+			c.inj.SetThrottle(nil)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeJSON(w, http.StatusMethodNotAllowed, clockError{"/_azq/faults takes GET, POST or DELETE"})
+		return
+	}
+	writeJSON(w, http.StatusOK, c.inj.Status())
+}
+
+// add adds the rules of a POST and sets its throttle, or returns why not.
+func (c *faultControl) add(r *http.Request) (int, string) {
+	// Besides saying what the body is, the JSON type is a header no
+	// cross-site form can send.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, "send the rules as JSON, with Content-Type: application/json"
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxFaultsBody+1))
+	if err != nil {
+		return http.StatusBadRequest, "reading the body: " + err.Error()
+	}
+	if len(body) > maxFaultsBody {
+		return http.StatusRequestEntityTooLarge, "the body is over 1 MiB"
+	}
+	cfg, err := faults.Parse(body)
+	if err != nil {
+		return http.StatusBadRequest, err.Error()
+	}
+	if cfg.Seed != 0 {
+		return http.StatusBadRequest, "seed: the seed is set at start-up, by the -faults file"
+	}
+	if err := c.inj.Add(cfg.Rules...); err != nil {
+		// Parse checked the fields: what is left is a name in use.
+		return http.StatusConflict, err.Error()
+	}
+	if cfg.Throttle != nil {
+		if err := c.inj.SetThrottle(cfg.Throttle); err != nil {
+			return http.StatusBadRequest, err.Error()
+		}
+	}
+	return 0, ""
+}

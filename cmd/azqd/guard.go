@@ -1,0 +1,58 @@
+package main
+
+import (
+	"net"
+	"net/http"
+
+	"github.com/azqlib/azq/internal/guard"
+)
+
+// adminGuard decides which requests reach the admin endpoints under
+// /_azq/ (the web view, reset, clock, faults); the health check and the
+// metrics, which change nothing and show no message, are not guarded.
+// Every guarded request must name an allowed Host (IP addresses,
+// localhost, the name -addr listens on and -allow-host's names); one
+// that changes state must be same-origin (see package guard); and unless
+// -admin-remote, it must come from a loopback address.
+type adminGuard struct {
+	hosts  *guard.Hosts
+	remote bool
+}
+
+// newAdminGuard allows the Host names of -allow-host and the host of
+// -addr when it is a name.
+func newAdminGuard(cfg *config) *adminGuard {
+	names := append([]string(nil), cfg.admin.allowHosts...)
+	if host, _, err := net.SplitHostPort(cfg.addr); err == nil && host != "" && net.ParseIP(host) == nil {
+		names = append(names, host)
+	}
+	return &adminGuard{hosts: guard.NewHosts(names...), remote: cfg.admin.remote}
+}
+
+// refuse answers r and returns true if r may not reach the admin
+// endpoints.
+func (g *adminGuard) refuse(w http.ResponseWriter, r *http.Request) bool {
+	if !g.remote && !fromLoopback(r) {
+		writeJSON(w, http.StatusForbidden, clockError{"the admin endpoints answer clients on this machine only; start azqd with -admin-remote to serve them to others (they take no credentials)"})
+		return true
+	}
+	if refusal := g.hosts.Check(r); refusal != nil {
+		msg := refusal.Reason
+		if refusal.Status == http.StatusMisdirectedRequest {
+			msg += "; start azqd with -allow-host NAME to allow a name"
+		}
+		writeJSON(w, refusal.Status, clockError{msg})
+		return true
+	}
+	return false
+}
+
+// fromLoopback reports whether r came from this machine.
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,365 @@
+package faults
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is a rules file: the seed of the rules' random choices, the
+// rules in the order they are tried, and the throttling limits.
+//
+//	{
+//	  "seed": 7,
+//	  "rules": [
+//	    {"name": "busy-puts",
+//	     "when": {"operations": ["PutMessage"], "queue": "orders-*", "every": 3, "times": 2},
+//	     "then": {"error": "ServerBusy", "reason": "operations"}},
+//	    {"name": "lost-delete",
+//	     "when": {"operations": ["DeleteMessage"], "probability": 0.1},
+//	     "then": {"applied": true, "network": "reset"}},
+//	    {"then": {"delay": "20ms", "max_delay": "80ms"}}
+//	  ],
+//	  "throttle": {"queue_messages_per_second": 2000, "account_requests_per_second": 20000}
+//	}
+type Config struct {
+	Seed     uint64
+	Rules    []Rule
+	Throttle *Throttle
+}
+
+// The JSON forms of Config, Rule, When, Then and Throttle. Durations are
+// Go duration strings ("250ms") and times RFC 3339 ("2030-01-01T00:00:00Z").
+type (
+	configJSON struct {
+		Seed     uint64            `json:"seed,omitempty"`
+		Rules    []json.RawMessage `json:"rules"`
+		Throttle json.RawMessage   `json:"throttle,omitempty"`
+	}
+	ruleJSON struct {
+		Name string   `json:"name,omitempty"`
+		When whenJSON `json:"when"`
+		Then thenJSON `json:"then"`
+	}
+	whenJSON struct {
+		Operations  []string `json:"operations,omitempty"`
+		Queue       string   `json:"queue,omitempty"`
+		Account     string   `json:"account,omitempty"`
+		Every       int      `json:"every,omitempty"`
+		Probability float64  `json:"probability,omitempty"`
+		Times       int      `json:"times,omitempty"`
+		From        string   `json:"from,omitempty"`
+		Until       string   `json:"until,omitempty"`
+		After       string   `json:"after,omitempty"`
+		For         string   `json:"for,omitempty"`
+	}
+	thenJSON struct {
+		Error    string `json:"error,omitempty"`
+		Status   int    `json:"status,omitempty"`
+		Message  string `json:"message,omitempty"`
+		Reason   string `json:"reason,omitempty"`
+		Network  string `json:"network,omitempty"`
+		Delay    string `json:"delay,omitempty"`
+		MaxDelay string `json:"max_delay,omitempty"`
+		Applied  bool   `json:"applied,omitempty"`
+	}
+	throttleJSON struct {
+		QueueMessagesPerSecond   float64 `json:"queue_messages_per_second,omitempty"`
+		AccountRequestsPerSecond float64 `json:"account_requests_per_second,omitempty"`
+	}
+)
+
+// maxConfig bounds a rules file or body: rules are a few hundred bytes.
+const maxConfig = 1 << 20
+
+// Load reads and checks a rules file. Its errors name the file and the
+// field (a *FieldError).
+func Load(file string) (Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return Config{}, err
+	}
+	c, err := Parse(data)
+	if err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			f := *fe
+			f.File = file
+			return Config{}, &f
+		}
+		return Config{}, fmt.Errorf("%s: %w", file, err)
+	}
+	return c, nil
+}
+
+// Parse reads and checks a rules file's contents: JSON with the fields
+// Config's example shows, nothing else. Its errors are *FieldErrors that
+// name the field, as "rules[2].when.probability".
+func Parse(data []byte) (Config, error) {
+	var cj configJSON
+	if err := decodeStrict(data, &cj); err != nil {
+		return Config{}, jsonError("", data, err)
+	}
+	c := Config{Seed: cj.Seed}
+	for i, raw := range cj.Rules {
+		r, err := ParseRule(raw)
+		if err != nil {
+			return Config{}, within(fmt.Sprintf("rules[%d]", i), err)
+		}
+		c.Rules = append(c.Rules, r)
+	}
+	if len(cj.Throttle) > 0 && string(cj.Throttle) != "null" {
+		var tj throttleJSON
+		if err := decodeStrict(cj.Throttle, &tj); err != nil {
+			return Config{}, jsonError("throttle", cj.Throttle, err)
+		}
+		t := Throttle{QueueMessagesPerSecond: tj.QueueMessagesPerSecond, AccountRequestsPerSecond: tj.AccountRequestsPerSecond}
+		if err := t.Validate(); err != nil {
+			return Config{}, within("throttle", err)
+		}
+		c.Throttle = &t
+	}
+	if err := checkNames(c.Rules); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// checkNames refuses two rules of one name.
+func checkNames(rules []Rule) error {
+	seen := map[string]int{}
+	for i, r := range rules {
+		if r.Name == "" {
+			continue
+		}
+		if j, ok := seen[r.Name]; ok {
+			return fieldErr(fmt.Sprintf("rules[%d].name", i), "%q is the name of rules[%d] too", r.Name, j)
+		}
+		seen[r.Name] = i
+	}
+	return nil
+}
+
+// ParseRule reads and checks one rule in its JSON form, as the admin
+// endpoint receives it. Its errors are *FieldErrors relative to the rule
+// ("when.probability").
+func ParseRule(data []byte) (Rule, error) {
+	var rj ruleJSON
+	if err := decodeStrict(data, &rj); err != nil {
+		return Rule{}, jsonError("", data, err)
+	}
+	r := Rule{Name: rj.Name}
+	w, t := rj.When, rj.Then
+	r.When = When{Operations: w.Operations, Queue: w.Queue, Account: w.Account, Every: w.Every, Probability: w.Probability, Times: w.Times}
+	var err error
+	if r.When.From, err = parseTime("when.from", w.From); err != nil {
+		return Rule{}, err
+	}
+	if r.When.Until, err = parseTime("when.until", w.Until); err != nil {
+		return Rule{}, err
+	}
+	if r.When.After, err = parseDuration("when.after", w.After); err != nil {
+		return Rule{}, err
+	}
+	if r.When.For, err = parseDuration("when.for", w.For); err != nil {
+		return Rule{}, err
+	}
+	r.Then = Then{Error: t.Error, Status: t.Status, Message: t.Message, Reason: Reason(t.Reason), Network: Network(t.Network), Applied: t.Applied}
+	if r.Then.Delay, err = parseDuration("then.delay", t.Delay); err != nil {
+		return Rule{}, err
+	}
+	if r.Then.MaxDelay, err = parseDuration("then.max_delay", t.MaxDelay); err != nil {
+		return Rule{}, err
+	}
+	if err := r.Validate(); err != nil {
+		return Rule{}, err
+	}
+	return r, nil
+}
+
+// MarshalJSON writes r in the form ParseRule reads.
+func (r Rule) MarshalJSON() ([]byte, error) {
+	rj := ruleJSON{Name: r.Name}
+	w, t := r.When, r.Then
+	rj.When = whenJSON{Operations: w.Operations, Queue: w.Queue, Account: w.Account, Every: w.Every, Probability: w.Probability, Times: w.Times}
+	if !w.From.IsZero() {
+		rj.When.From = w.From.Format(time.RFC3339Nano)
+	}
+	if !w.Until.IsZero() {
+		rj.When.Until = w.Until.Format(time.RFC3339Nano)
+	}
+	rj.When.After, rj.When.For = formatDuration(w.After), formatDuration(w.For)
+	rj.Then = thenJSON{Error: t.Error, Status: t.Status, Message: t.Message, Reason: string(t.Reason), Network: string(t.Network),
+		Delay: formatDuration(t.Delay), MaxDelay: formatDuration(t.MaxDelay), Applied: t.Applied}
+	return json.Marshal(rj)
+}
+
+// UnmarshalJSON reads r as ParseRule does.
+func (r *Rule) UnmarshalJSON(data []byte) error {
+	v, err := ParseRule(data)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+func formatDuration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+func decodeStrict(data []byte, v any) error {
+	if len(data) > maxConfig {
+		return fmt.Errorf("longer than %d bytes", maxConfig)
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("text after the JSON value")
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a FieldError naming the field
+// (type errors) or the place in data (syntax errors).
+func jsonError(path string, data []byte, err error) error {
+	join := func(field string) string {
+		switch {
+		case path == "":
+			return field
+		case field == "":
+			return path
+		}
+		return path + "." + field
+	}
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fieldErr(join(te.Field), "want %s, got a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
+	case errors.As(err, &se):
+		line, col := lineCol(data, se.Offset)
+		return fieldErr(path, "line %d, column %d: %s", line, col, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.EOF):
+		return fieldErr(path, "empty; want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		line, col := lineCol(data, int64(len(data)))
+		return fieldErr(path, "line %d, column %d: the JSON text ends early", line, col)
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		return fieldErr(path, "unknown field %s", name)
+	}
+	return fieldErr(path, "%s", msg)
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "uint64", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return k
+}
+
+func lineCol(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line = 1 + bytes.Count(data[:off], []byte("\n"))
+	return line, int(off) - bytes.LastIndexByte(data[:off], '\n')
+}
+
+func parseDuration(field, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fieldErr(field, "%q: want a duration such as 250ms or 2s", s)
+	}
+	return d, nil
+}
+
+func parseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fieldErr(field, "%q: want an RFC 3339 time such as 2030-01-01T00:00:00Z", s)
+	}
+	return t, nil
+}
+
+// MarshalJSON writes c in the form Parse reads.
+func (c Config) MarshalJSON() ([]byte, error) {
+	cj := configJSON{Seed: c.Seed, Rules: []json.RawMessage{}}
+	for _, r := range c.Rules {
+		b, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		cj.Rules = append(cj.Rules, b)
+	}
+	if c.Throttle != nil {
+		b, err := json.Marshal(throttleJSON{QueueMessagesPerSecond: c.Throttle.QueueMessagesPerSecond, AccountRequestsPerSecond: c.Throttle.AccountRequestsPerSecond})
+		if err != nil {
+			return nil, err
+		}
+		cj.Throttle = b
+	}
+	return json.Marshal(cj)
+}
+
+// MarshalJSON writes s as the admin endpoint shows it: the seed, each
+// rule in the rules file's form with its counters, and the throttle with
+// the number of requests it refused.
+func (s Status) MarshalJSON() ([]byte, error) {
+	type ruleView struct {
+		ruleJSON
+		Added     time.Time `json:"added"`
+		Matches   int64     `json:"matches"`
+		Hits      int64     `json:"hits"`
+		Exhausted bool      `json:"exhausted,omitempty"`
+	}
+	v := struct {
+		Seed      uint64        `json:"seed"`
+		Rules     []ruleView    `json:"rules"`
+		Throttle  *throttleJSON `json:"throttle,omitempty"`
+		Throttled int64         `json:"throttled"`
+	}{Seed: s.Seed, Rules: []ruleView{}, Throttled: s.Throttled}
+	for _, rs := range s.Rules {
+		b, err := rs.Rule.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		var rj ruleJSON
+		if err := json.Unmarshal(b, &rj); err != nil {
+			return nil, err
+		}
+		v.Rules = append(v.Rules, ruleView{ruleJSON: rj, Added: rs.Added.UTC(), Matches: rs.Matches, Hits: rs.Hits, Exhausted: rs.Exhausted})
+	}
+	if s.Throttle != nil {
+		v.Throttle = &throttleJSON{QueueMessagesPerSecond: s.Throttle.QueueMessagesPerSecond, AccountRequestsPerSecond: s.Throttle.AccountRequestsPerSecond}
+	}
+	return json.Marshal(v)
+}

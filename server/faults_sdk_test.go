@@ -1,0 +1,224 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
+	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/server"
+	"github.com/benbjohnson/clock"
+)
+
+// attempts counts the requests the SDK sends, retries included: a
+// per-retry policy runs once per attempt.
+type attempts struct{ n atomic.Int32 }
+
+func (a *attempts) Do(req *policy.Request) (*http.Response, error) {
+	a.n.Add(1)
+	return req.Next()
+}
+
+// faultEnv is the server with an Injector on its mock clock, and a queue
+// client with the SDK's default retry policy, but for a 1 ms first delay
+// (the default, 4 s, would only make the tests slow); MaxRetries (3),
+// MaxRetryDelay, TryTimeout and the retried statuses are the defaults.
+type faultEnv struct {
+	*env
+	inj   *faults.Injector
+	tries *attempts
+	q     *azqueue.QueueClient
+	plain *azqueue.QueueClient // no retries, to look without faults
+}
+
+func newFaultEnv(t *testing.T, rules ...faults.Rule) *faultEnv {
+	t.Helper()
+	mock := clock.NewMock()
+	mock.Set(start())
+	inj, err := faults.New(faults.Options{Clock: mock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &faultEnv{env: newEnv(t, server.Options{Clock: mock, Faults: inj}), inj: inj, tries: &attempts{}}
+	e.clk = mock
+	e.plain = e.queue(t, "jobs")
+	opts := &azqueue.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Retry:            policy.RetryOptions{RetryDelay: time.Millisecond},
+		PerRetryPolicies: []policy.Policy{e.tries},
+	}}
+	e.q, err = azqueue.NewQueueClientWithSharedKeyCredential(e.endpoint+"/jobs", e.cred, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inj.Add(rules...); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *faultEnv) messages(t *testing.T) []string {
+	t.Helper()
+	resp, err := e.plain.PeekMessages(context.Background(), &azqueue.PeekMessagesOptions{NumberOfMessages: ptr(int32(32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range resp.Messages {
+		out = append(out, *m.MessageText)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// wantAttempts checks that the SDK tried once more than the rule fired.
+func (e *faultEnv) wantAttempts(t *testing.T, rule string, hits int64) {
+	t.Helper()
+	if got := e.inj.Hits(rule); got != hits {
+		t.Fatalf("rule %s hit %d times, want %d", rule, got, hits)
+	}
+	if got := int64(e.tries.n.Load()); got != hits+1 {
+		t.Fatalf("the SDK made %d attempts; the rule fired %d times, so want %d", got, hits, hits+1)
+	}
+}
+
+// A 503 ServerBusy is retried by the SDK's default policy, and the call
+// succeeds: one message, two attempts.
+func TestSDKRetriesServerBusy(t *testing.T) {
+	for _, reason := range faults.Reasons {
+		t.Run(string(reason), func(t *testing.T) {
+			e := newFaultEnv(t, faults.Rule{Name: "busy", When: faults.When{Operations: []string{"PutMessage"}, Times: 1},
+				Then: faults.Then{Error: faults.CodeServerBusy, Reason: reason}})
+			if _, err := e.q.EnqueueMessage(context.Background(), "hello", nil); err != nil {
+				t.Fatal(err)
+			}
+			e.wantAttempts(t, "busy", 1)
+			if got := e.messages(t); len(got) != 1 {
+				t.Fatalf("messages %q", got)
+			}
+		})
+	}
+}
+
+// Put applied with its answer lost: the SDK's retry puts the message
+// again, and the queue holds two messages with the same content.
+func TestSDKPutAnswerLost(t *testing.T) {
+	for _, then := range []faults.Then{
+		{Applied: true, Error: faults.CodeInternalError},
+		{Applied: true, Error: faults.CodeOperationTimedOut},
+		{Applied: true, Network: faults.NetworkClose},
+		{Applied: true, Network: faults.NetworkReset},
+	} {
+		name := then.Error + string(then.Network)
+		t.Run(name, func(t *testing.T) {
+			e := newFaultEnv(t, faults.Rule{Name: "lost", When: faults.When{Operations: []string{"PutMessage"}, Times: 1}, Then: then})
+			if _, err := e.q.EnqueueMessage(context.Background(), "order 66", nil); err != nil {
+				t.Fatal(err)
+			}
+			e.wantAttempts(t, "lost", 1)
+			if got := e.messages(t); len(got) != 2 || got[0] != "order 66" || got[1] != "order 66" {
+				t.Fatalf("messages %q, want two of \"order 66\"", got)
+			}
+		})
+	}
+}
+
+// An answer cut off mid-body is not retried for a POST, which the SDK
+// does not take to be idempotent: Put Message fails with the read error,
+// after one attempt, though the message was put.
+func TestSDKPutTruncatedIsNotRetried(t *testing.T) {
+	e := newFaultEnv(t, faults.Rule{Name: "cut", When: faults.When{Operations: []string{"PutMessage"}, Times: 1},
+		Then: faults.Then{Network: faults.NetworkTruncate}})
+	_, err := e.q.EnqueueMessage(context.Background(), "half", nil)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want the unexpected EOF of a cut-off body", err)
+	}
+	if hits, tries := e.inj.Hits("cut"), e.tries.n.Load(); hits != 1 || tries != 1 {
+		t.Fatalf("hits %d, attempts %d; want 1 and 1", hits, tries)
+	}
+	if got := e.messages(t); len(got) != 1 || got[0] != "half" {
+		t.Fatalf("messages %q, want the one put", got)
+	}
+}
+
+// Failures that are not applied leave nothing behind: the retry puts
+// the one message.
+func TestSDKPutFailedNotApplied(t *testing.T) {
+	for _, then := range []faults.Then{
+		{Error: faults.CodeInternalError},
+		{Network: faults.NetworkClose},
+		{Network: faults.NetworkReset},
+	} {
+		t.Run(then.Error+string(then.Network), func(t *testing.T) {
+			e := newFaultEnv(t, faults.Rule{Name: "fail", When: faults.When{Operations: []string{"PutMessage"}, Times: 2}, Then: then})
+			if _, err := e.q.EnqueueMessage(context.Background(), "once", nil); err != nil {
+				t.Fatal(err)
+			}
+			e.wantAttempts(t, "fail", 2)
+			if got := e.messages(t); len(got) != 1 {
+				t.Fatalf("messages %q, want one", got)
+			}
+		})
+	}
+}
+
+// Delete applied with its answer lost: the retry finds the message gone
+// and gets 404 MessageNotFound, which the SDK returns.
+func TestSDKDeleteAnswerLost(t *testing.T) {
+	e := newFaultEnv(t, faults.Rule{Name: "lost-delete", When: faults.When{Operations: []string{"DeleteMessage"}, Times: 1},
+		Then: faults.Then{Applied: true, Error: faults.CodeInternalError}})
+	ctx := context.Background()
+	if _, err := e.plain.EnqueueMessage(ctx, "work", nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.plain.DequeueMessage(ctx, nil)
+	if err != nil || len(got.Messages) != 1 {
+		t.Fatalf("dequeue: %v", err)
+	}
+	m := got.Messages[0]
+	_, err = e.q.DeleteMessage(ctx, *m.MessageID, *m.PopReceipt, nil)
+	wantCode(t, err, queueerror.MessageNotFound)
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound {
+		t.Fatalf("err = %v", err)
+	}
+	e.wantAttempts(t, "lost-delete", 1)
+	e.clk.Add(time.Hour)
+	if left := e.messages(t); len(left) != 0 {
+		t.Fatalf("the deleted message is back: %q", left)
+	}
+}
+
+// The SDK gives up after its retries (three): four attempts, four hits,
+// and the last answer is the error.
+func TestSDKGivesUpAfterItsRetries(t *testing.T) {
+	e := newFaultEnv(t, faults.Rule{Name: "down", Then: faults.Then{Error: faults.CodeServerBusy}})
+	_, err := e.q.EnqueueMessage(context.Background(), "x", nil)
+	wantCode(t, err, queueerror.ServerBusy)
+	if hits, tries := e.inj.Hits("down"), e.tries.n.Load(); hits != 4 || tries != 4 {
+		t.Fatalf("hits %d, attempts %d; want 4 and 4", hits, tries)
+	}
+}
+
+// A cut-off answer to a Peek is retried, and the retry's answer read.
+func TestSDKRetriesTruncatedAnswer(t *testing.T) {
+	e := newFaultEnv(t, faults.Rule{Name: "cut", When: faults.When{Operations: []string{"PeekMessages"}, Times: 1},
+		Then: faults.Then{Network: faults.NetworkTruncate}})
+	ctx := context.Background()
+	if _, err := e.plain.EnqueueMessage(ctx, "peek me", nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.q.PeekMessage(ctx, nil)
+	if err != nil || len(resp.Messages) != 1 || *resp.Messages[0].MessageText != "peek me" {
+		t.Fatalf("peek: %v", err)
+	}
+	e.wantAttempts(t, "cut", 1)
+}

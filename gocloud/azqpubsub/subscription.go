@@ -179,8 +179,12 @@ func appendUUID(dst []byte, id azq.MessageID) []byte {
 // receive waits up to maxWait for messages on a queue that can wait, and
 // returns what came (none if the wait ran out).
 func (s *subscription) receive(ctx context.Context, n int) ([]azq.Message, error) {
-	wctx, cancel := s.clk.WithTimeout(ctx, maxWait)
+	// A timer of the queue's clock ends the wait (the mock clock's own
+	// WithTimeout context is not safe for concurrent use).
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	t := s.clk.AfterFunc(maxWait, cancel)
+	defer t.Stop()
 	msgs, err := s.recv.Receive(wctx, n, s.vis)
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 		return nil, nil // waited long enough: nothing

@@ -423,3 +423,28 @@ func TestIdlePolledSubscriptionAsksAboutOnceASecond(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A message whose envelope exceeds the service's 64 KiB is refused at
+// Send with InvalidArgument, on the in-process and the remote back ends.
+func TestOversizedMessageIsInvalidArgument(t *testing.T) {
+	for _, name := range []string{"memory", "azure"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b := backends[name](t)
+			defer b.close()
+			q, err := b.create(ctx, "big")
+			if err != nil {
+				t.Fatal(err)
+			}
+			topic := OpenTopic(q, nil)
+			defer topic.Shutdown(ctx)
+			err = topic.Send(ctx, &pubsub.Message{Body: make([]byte, 64<<10)})
+			if gcerrors.Code(err) != gcerrors.InvalidArgument {
+				t.Fatalf("Send of 64 KiB of zero bytes (more once escaped): %v, want InvalidArgument", err)
+			}
+			if n, _ := q.ApproximateCount(ctx); n != 0 {
+				t.Fatalf("%d messages in the queue after the refused send", n)
+			}
+		})
+	}
+}

@@ -228,8 +228,13 @@ func BenchmarkHTTPFloor(b *testing.B) {
 // each response goes to a writer that keeps its status, header map and
 // body without copying them, so that the harness adds little to what
 // is measured.
-func BenchmarkHandlerCycle(b *testing.B) {
-	s := server.New(server.Options{AllowAnonymous: true})
+func BenchmarkHandlerCycle(b *testing.B) { handlerCycle(b, server.Options{}) }
+
+// handlerCycle runs BenchmarkHandlerCycle's loop on a server made with
+// opts, anonymous.
+func handlerCycle(b *testing.B, opts server.Options) {
+	opts.AllowAnonymous = true
+	s := server.New(opts)
 	b.Cleanup(func() { s.Close() })
 	if _, _, err := s.Service("devstoreaccount1").CreateQueue(context.Background(), "bench", nil); err != nil {
 		b.Fatal(err)

@@ -222,6 +222,45 @@ func ExampleQueue_Receive() {
 	// received "send reminder" at +10m0s
 }
 
+// A consumer loop that keeps one buffer for the messages it takes:
+// AppendGet fills it anew on each pass, so taking messages allocates
+// nothing once the buffer has room for a batch.
+func ExampleQueue_AppendGet() {
+	ctx := context.Background()
+	q := azq.New()
+	for _, job := range []string{"a", "b", "c", "d", "e"} {
+		if _, err := q.Put(ctx, job, nil); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	batch := make([]azq.Message, 0, 2)
+	for {
+		var err error
+		batch, err = q.AppendGet(ctx, batch[:0], 2, 30*time.Second)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for i, m := range batch {
+			if i > 0 {
+				fmt.Print(" ")
+			}
+			fmt.Print(m.Content)
+			if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+				log.Fatal(err)
+			}
+		}
+		fmt.Println()
+	}
+	// Output:
+	// a b
+	// c d
+	// e
+}
+
 // A client of a remote queue service keeps the receipts that service issues
 // as they are, and turns the service's error responses into *azq.Error
 // values by their Azure code: errors.Is then works as it does for the

@@ -87,16 +87,29 @@ type node struct {
 	version  uint32 // bumped on every Get and Update: the receipt version
 }
 
-// message returns the snapshot of n that operations hand out.
+// message returns the snapshot of n that operations hand out, without a
+// receipt.
 func (n *node) message() Message {
-	return Message{
-		ID:              n.id,
-		Content:         n.content,
-		InsertionTime:   fromNanos(n.inserted),
-		ExpirationTime:  expirationTime(n.expires),
-		NextVisibleTime: fromNanos(n.visible),
-		DequeueCount:    int64(n.dequeues),
+	var m Message
+	n.setMessage(&m, PopReceipt{})
+	return m
+}
+
+// setMessage writes the snapshot of n, with receipt, to every field of m.
+// Filling a Message where it is to be kept spares copying its 144 bytes
+// from a temporary, which the hot paths feel.
+func (n *node) setMessage(m *Message, receipt PopReceipt) {
+	m.ID = n.id
+	m.Content = n.content
+	m.InsertionTime = fromNanos(n.inserted)
+	m.ExpirationTime = expirationTime(n.expires)
+	if n.visible == n.inserted { // put visible at once
+		m.NextVisibleTime = m.InsertionTime
+	} else {
+		m.NextVisibleTime = fromNanos(n.visible)
 	}
+	m.DequeueCount = int64(n.dequeues)
+	m.PopReceipt = receipt
 }
 
 // fromNanos converts Unix nanoseconds to a UTC time.

@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -167,8 +168,8 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	n.tag = newTag(q.rng)
 	q.vis.add(slot, n, true)
 	q.count++
-	m := n.message()
-	m.PopReceipt = newReceipt(slot, n.version, n.tag)
+	var m Message
+	n.setMessage(&m, newReceipt(slot, n.version, n.tag))
 	q.visibleSoon(n.visible, now)
 	var lsn uint64
 	if q.wal != nil {
@@ -185,26 +186,42 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 // default is DefaultVisibilityTimeout). Each returned message has a fresh
 // pop receipt, which kills the one issued before, and its DequeueCount
 // increased by one. Get returns an empty slice, not an error, when nothing
-// is visible; Receive waits instead.
+// is visible; Receive waits instead. The slice is made for the messages
+// found; AppendGet fills one the caller keeps.
 func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]Message, error) {
+	msgs, err := q.AppendGet(ctx, nil, n, visibility)
+	if msgs == nil && err == nil {
+		msgs = []Message{}
+	}
+	return msgs, err
+}
+
+// AppendGet is Get that appends the messages it takes to dst and returns
+// the extended slice, as append does; on error it returns dst unchanged.
+// A consumer that passes the same buffer back each time (buf[:0], with
+// room for n) takes messages without allocating: Get allocates the slice
+// it returns on every call that finds something.
+func (q *Queue) AppendGet(ctx context.Context, dst []Message, n int, visibility time.Duration) ([]Message, error) {
 	if err := q.limits.checkGet(n, visibility); err != nil {
-		return nil, err
+		return dst, err
 	}
 	now := q.now()
 	if err := q.lock(ctx, now); err != nil {
-		return nil, err
+		return dst, err
 	}
-	msgs, lsn := q.get(now, n, visibility)
+	msgs, lsn := q.get(dst, now, n, visibility)
 	if err := q.unlockSynced(lsn); err != nil {
-		return nil, err
+		return dst, err
 	}
 	return msgs, nil
 }
 
-// get dequeues up to n visible messages. q.mu must be held. In the durable
-// mode it logs the change and returns the record's number for wal.wait.
-func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint64) {
-	// The slots taken are gathered first, so that the returned slice is
+// get dequeues up to n visible messages and appends them to dst; with a
+// nil dst, the slice is made for the messages found. q.mu must be held.
+// In the durable mode it logs the change and returns the record's number
+// for wal.wait.
+func (q *Queue) get(dst []Message, now int64, n int, visibility time.Duration) ([]Message, uint64) {
+	// The slots taken are gathered first, so that a slice made here is
 	// made for the messages there are, not for the n asked for: a Get(32)
 	// that finds one message allocates one Message, not 32.
 	var buf [azureMaxMessagesPerGet]uint32
@@ -222,23 +239,27 @@ func (q *Queue) get(now int64, n int, visibility time.Duration) ([]Message, uint
 		nd.version++
 		nd.tag = newTag(q.rng)
 		// hidden > now, so the message is not met again in this loop.
-		q.vis.add(slot, nd, false)
+		q.vis.add(slot, nd, true)
 		slots = append(slots, slot)
 	}
 	if len(slots) == 0 {
-		return []Message{}, 0
+		return dst, 0
 	}
-	msgs := make([]Message, len(slots))
+	first := len(dst)
+	if dst == nil {
+		dst = make([]Message, len(slots))
+	} else {
+		dst = slices.Grow(dst, len(slots))[:first+len(slots)]
+	}
 	for i, slot := range slots {
 		nd := q.store.at(slot)
-		msgs[i] = nd.message()
-		msgs[i].PopReceipt = newReceipt(slot, nd.version, nd.tag)
+		nd.setMessage(&dst[first+i], newReceipt(slot, nd.version, nd.tag))
 	}
 	var lsn uint64
 	if q.wal != nil {
-		lsn = q.logGet(hidden, msgs)
+		lsn = q.logGet(hidden, dst[first:])
 	}
-	return msgs, lsn
+	return dst, lsn
 }
 
 // Peek returns up to n visible messages (1 to 32) without changing
@@ -268,7 +289,9 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]Message, error) {
 
 // find returns the slot and node that receipt names if it is the current
 // receipt of the message id. q.mu must be held and expired messages purged.
-func (q *Queue) find(id MessageID, r PopReceipt) (uint32, *node, error) {
+// It takes pointers because its arguments, 56 bytes in all, would be
+// copied through memory at each call.
+func (q *Queue) find(id *MessageID, r *PopReceipt) (uint32, *node, error) {
 	if r.IsZero() {
 		return 0, nil, errZeroReceipt
 	}
@@ -276,7 +299,7 @@ func (q *Queue) find(id MessageID, r PopReceipt) (uint32, *node, error) {
 	n := q.store.lookup(slot)
 	// A remote receipt has a zero slot part, so it fails here as any
 	// receipt that is not the message's current one does.
-	if n == nil || r.remote != "" || n.id != id || n.version != r.version || n.tag != r.tag {
+	if n == nil || r.remote != "" || n.id != *id || n.version != r.version || n.tag != r.tag {
 		return 0, nil, newError(ErrMessageNotFound, "",
 			"the message "+id.String()+" does not exist, or the pop receipt is no longer its current one")
 	}
@@ -293,7 +316,7 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 	if err := q.lock(ctx, now); err != nil {
 		return err
 	}
-	slot, n, err := q.find(id, receipt)
+	slot, n, err := q.find(&id, &receipt)
 	if err != nil {
 		q.mu.Unlock()
 		return err
@@ -329,7 +352,7 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	if err := q.lock(ctx, now); err != nil {
 		return UpdateResult{}, err
 	}
-	slot, n, err := q.find(id, receipt)
+	slot, n, err := q.find(&id, &receipt)
 	if err != nil {
 		q.mu.Unlock()
 		return UpdateResult{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -373,6 +374,24 @@ func TestReceiptFormat(t *testing.T) {
 	}
 	if _, err := ParseMessageID("not-a-uuid"); !errors.Is(err, ErrMessageNotFound) {
 		t.Errorf("ParseMessageID(garbage) = %v, want MessageNotFound", err)
+	}
+}
+
+// TestPopReceiptAppendText: AppendText appends what String returns, for
+// azq's own receipts, remote ones and the zero receipt, and an own receipt
+// appends into room without allocating.
+func TestPopReceiptAppendText(t *testing.T) {
+	q, _ := newMockQueue(t)
+	own := mustPut(t, q, "a", nil).PopReceipt
+	for _, r := range []PopReceipt{own, RemotePopReceipt("AgAAAAMAAAAAAAAAxVkNR+xc2gE="), {}} {
+		b, err := r.AppendText([]byte("x="))
+		if err != nil || string(b) != "x="+r.String() {
+			t.Errorf("AppendText of %q = %q, %v; want %q", r.String(), b, err, "x="+r.String())
+		}
+	}
+	buf := make([]byte, 0, 64)
+	if n := testing.AllocsPerRun(100, func() { buf, _ = own.AppendText(buf[:0]) }); n != 0 {
+		t.Errorf("AppendText into room allocates %v times", n)
 	}
 }
 
@@ -1073,5 +1092,103 @@ func TestGetSliceFitsWhatItFound(t *testing.T) {
 	ms, err = q.Get(ctx, 32, time.Minute)
 	if err != nil || len(ms) != 1 || cap(ms) != 1 {
 		t.Fatalf("Get(32) with one visible message among 100: len %d cap %d, %v; want 1 and 1", len(ms), cap(ms), err)
+	}
+}
+
+// TestAppendGet: AppendGet takes what Get would, appended after what dst
+// holds, and leaves dst as it was when it finds nothing or fails.
+func TestAppendGet(t *testing.T) {
+	kept := Message{Content: "kept"}
+	for _, tc := range []struct {
+		name     string
+		puts     int
+		dst      []Message
+		n        int
+		vis      time.Duration
+		closed   bool
+		wantTook int
+		wantErr  *Error
+	}{
+		{name: "into nil", puts: 3, n: 2, vis: time.Minute, wantTook: 2},
+		{name: "after what dst holds", puts: 3, dst: []Message{kept}, n: 32, vis: time.Minute, wantTook: 3},
+		{name: "into room to spare", puts: 1, dst: make([]Message, 0, 32), n: 32, vis: time.Minute, wantTook: 1},
+		{name: "nothing visible", dst: []Message{kept}, n: 32, vis: time.Minute},
+		{name: "nothing visible into nil", n: 1, vis: time.Minute},
+		{name: "bad count", puts: 1, dst: []Message{kept}, n: 33, vis: time.Minute, wantErr: ErrOutOfRange},
+		{name: "bad visibility", puts: 1, dst: []Message{kept}, n: 1, vis: 0, wantErr: ErrOutOfRange},
+		{name: "closed queue", puts: 1, dst: []Message{kept}, n: 1, vis: time.Minute, closed: true, wantErr: ErrQueueNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, clk := newMockQueue(t)
+			for i := 0; i < tc.puts; i++ {
+				mustPut(t, q, fmt.Sprint("m", i), nil)
+			}
+			if tc.closed {
+				q.Close()
+			}
+			before := snapshot(q)
+			var dst []Message // a copy of tc.dst, room and all
+			if tc.dst != nil {
+				dst = append(make([]Message, 0, cap(tc.dst)), tc.dst...)
+			}
+			got, err := q.AppendGet(ctx, dst, tc.n, tc.vis)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				if after := snapshot(q); after != before {
+					t.Fatalf("a refused AppendGet changed the queue:\n%s\nwant\n%s", after, before)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.dst)+tc.wantTook {
+				t.Fatalf("len = %d, want %d already there + %d taken", len(got), len(tc.dst), tc.wantTook)
+			}
+			if (got == nil) != (tc.dst == nil && tc.wantTook == 0) {
+				t.Fatalf("got nil = %v with dst nil = %v and %d taken", got == nil, tc.dst == nil, tc.wantTook)
+			}
+			if !slices.Equal(got[:len(tc.dst)], tc.dst) {
+				t.Fatalf("the messages dst held were changed: %+v", got[:len(tc.dst)])
+			}
+			if len(got) > 0 && cap(dst) >= len(got) && &got[0] != &dst[:1][0] {
+				t.Fatal("AppendGet allocated although dst had room")
+			}
+			for i, m := range got[len(tc.dst):] {
+				if want := fmt.Sprint("m", i); m.Content != want || m.DequeueCount != 1 ||
+					!m.NextVisibleTime.Equal(clk.Now().Add(tc.vis)) {
+					t.Fatalf("message %d = %+v, want %q dequeued once, visible again in %v", i, m, want, tc.vis)
+				}
+				if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+					t.Fatalf("message %d's receipt: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+// TestAppendGetReusesTheBuffer: a consumer that hands AppendGet the same
+// buffer each time allocates nothing for the messages it takes.
+func TestAppendGetReusesTheBuffer(t *testing.T) {
+	q, _ := newMockQueue(t)
+	buf := make([]Message, 0, 4)
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := 0; i < 4; i++ {
+			if _, err := q.Put(ctx, "m", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		if buf, err = q.AppendGet(ctx, buf[:0], 4, time.Minute); err != nil || len(buf) != 4 {
+			t.Fatalf("AppendGet: %d messages, %v", len(buf), err)
+		}
+		for _, m := range buf {
+			if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a cycle of 4 messages through a reused buffer allocates %v times, want 0", allocs)
 	}
 }

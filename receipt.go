@@ -67,25 +67,37 @@ func (r PopReceipt) IsRemote() bool { return r.remote != "" }
 // characters of standard base64, for a remote one the text it carries. The
 // zero receipt's text is empty.
 func (r PopReceipt) String() string {
+	if r.remote != "" {
+		return r.remote
+	}
+	var b [receiptTextLen]byte
+	t, _ := r.AppendText(b[:0])
+	return string(t)
+}
+
+// AppendText appends the receipt's text form, as String returns it, to b
+// and returns the extended slice; it never fails. A server writing
+// receipts into a response buffer spares the string String makes.
+func (r PopReceipt) AppendText(b []byte) ([]byte, error) {
 	switch {
 	case r.remote != "":
-		return r.remote
+		return append(b, r.remote...), nil
 	case r.IsZero():
-		return ""
+		return b, nil
 	}
-	var b [receiptLen]byte
-	b[0] = receiptFormat
-	binary.BigEndian.PutUint32(b[1:5], r.slotNo)
-	binary.BigEndian.PutUint32(b[5:9], r.version)
-	binary.BigEndian.PutUint64(b[9:17], r.tag)
-	return base64.StdEncoding.EncodeToString(b[:])
+	var raw [receiptLen]byte
+	raw[0] = receiptFormat
+	binary.BigEndian.PutUint32(raw[1:5], r.slotNo)
+	binary.BigEndian.PutUint32(raw[5:9], r.version)
+	binary.BigEndian.PutUint64(raw[9:17], r.tag)
+	return base64.StdEncoding.AppendEncode(b, raw[:]), nil
 }
 
 // IsZero reports whether r is the zero receipt.
 func (r PopReceipt) IsZero() bool { return r == PopReceipt{} }
 
 // MarshalText encodes the receipt's text form.
-func (r PopReceipt) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+func (r PopReceipt) MarshalText() ([]byte, error) { return r.AppendText(nil) }
 
 // UnmarshalText decodes a receipt written by MarshalText or String, azq's
 // own or remote: text in azq's format gives azq's receipt, any other text a

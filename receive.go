@@ -27,7 +27,7 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 			return nil, q.closedErr()
 		}
 		q.purgeExpired(now)
-		if msgs, lsn := q.get(now, n, visibility); len(msgs) > 0 {
+		if msgs, lsn := q.get(nil, now, n, visibility); len(msgs) > 0 {
 			if err := q.unlockSynced(lsn); err != nil {
 				return nil, err
 			}

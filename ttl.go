@@ -147,8 +147,16 @@ func (q *Queue) expiryLive(e expiryEntry) bool {
 // purgeExpired removes every message whose expiration time has come. It
 // runs at the start of each operation, so expired messages are never seen,
 // without a background goroutine and without scanning: the heap's top says
-// whether anything is due.
+// whether anything is due. That check is all it costs when nothing is,
+// and it is inlined into each operation.
 func (q *Queue) purgeExpired(now int64) {
+	if it := q.expiry.items; len(it) > 0 && it[0].at <= now {
+		q.purgeDue(now)
+	}
+}
+
+// purgeDue is purgeExpired once the heap's top is due.
+func (q *Queue) purgeDue(now int64) {
 	h := &q.expiry
 	expired := false
 	for len(h.items) > 0 && h.items[0].at <= now {
@@ -164,12 +172,15 @@ func (q *Queue) purgeExpired(now int64) {
 		q.count--
 		expired = true
 	}
-	if expired && q.count == 0 {
+	switch {
+	case expired && q.count == 0:
 		// The last messages expired: give back what they needed.
 		q.trimIdle()
-		return
+	case expired:
+		// Only a removal adds dead entries; dropping stale ones from the
+		// heap's top leaves fewer to compact.
+		q.compactLazy()
 	}
-	q.compactLazy()
 }
 
 // forgetExpiry records that the message n, about to be removed, leaves a

@@ -12,7 +12,7 @@ import (
 const DefaultVisibilityTimeout = 30 * time.Second
 
 // The visibility index orders messages by next-visible time, then by
-// insertion, so Get takes from its front. It has three parts:
+// insertion, so Get takes from its front. It has four parts:
 //
 //   - a FIFO ring of messages put visible at once, the common case: Put
 //     appends and Get pops in O(1).
@@ -21,21 +21,28 @@ const DefaultVisibilityTimeout = 30 * time.Second
 //     with a fixed delay, the next most common case, costs O(1) and 16 bytes
 //     of index instead of a btree item in a node that sequential inserts
 //     leave half full.
-//   - a btree of all other messages (delayed out of order by Put, hidden by
-//     Get, or moved by Update), ordered by (next-visible time, insertion).
+//   - a third FIFO ring of messages hidden by Get whose new next-visible
+//     time orders after the last one appended: consumers that Get with
+//     one visibility timeout hide messages in that order, so the lease of
+//     a message costs O(1) instead of a btree insert and delete.
+//   - a btree of all other messages (delayed out of order by Put, hidden
+//     out of order by Get, or moved by Update), ordered by (next-visible
+//     time, insertion).
 //
 // Each ring's entries are in index order, because each is appended with a
-// time no earlier than the one before (a Put that would break that, say
-// after a mock clock was set back, uses the tree instead); the front of
-// the index is the least of the three fronts.
+// (time, insertion) pair that orders after the one before (an append that
+// would break that, say after a mock clock was set back, uses the tree
+// instead); the front of the index is the least of the four fronts.
 //
-// A message leaves a ring only from its front. When one is deleted,
-// updated or expires while in a ring, its entry stays behind, dead, and
-// is dropped when it reaches the front (or when dead entries outnumber live
+// A message leaves a ring from its front, or from its back when it is the
+// last one appended. When one is deleted, updated, dequeued again or
+// expires while elsewhere in a ring, its entry stays behind, dead, and is
+// dropped when it reaches the front (or when dead entries outnumber live
 // ones, by compaction). An entry is alive while its slot holds the same
-// message (seq) with receipt version 0: any Get or Update bumps the version.
-// Which ring a version-0 message sits in follows from its times: visible
-// at insertion means the first.
+// message (seq) with the same receipt version: any Get or Update bumps the
+// version. Which ring a message sits in, if any, follows from the message:
+// a receipt version above 0 means the ring of hidden messages; otherwise,
+// visible at insertion means the first ring and delayed the second.
 
 // visItem is a btree entry.
 type visItem struct {
@@ -61,10 +68,13 @@ func (n *node) before(t visItem) bool {
 // never frees and reallocates its root on the hot path.
 var visSentinel = visItem{at: math.MaxInt64, seq: math.MaxUint64}
 
-// ringEntry is an entry of a ring.
+// ringEntry is an entry of a ring: the message's insertion sequence and
+// receipt version when it was appended, which tell a live entry from a dead
+// one, and its slot. It is 16 bytes, like the version-less entry was.
 type ringEntry struct {
-	seq  uint64
-	slot uint32
+	seq     uint64
+	slot    uint32
+	version uint32
 }
 
 // ring is a FIFO of ring entries in index order.
@@ -74,13 +84,15 @@ type ring struct {
 	n       int         // entries in the ring, alive or dead
 	dead    int         // entries known to be dead
 	tail    int64       // next-visible time of the last entry appended
+	tailSeq uint64      // and its insertion sequence
 }
 
-// The sources of the visibility index, as visFront reports them.
+// The sources of the visibility index, as front reports them.
 const (
-	ringNow   = 0 // the ring of messages put visible at once
-	ringLater = 1 // the ring of messages put with a delay
-	inTree    = 2
+	ringNow    = 0 // the ring of messages put visible at once
+	ringLater  = 1 // the ring of messages put with a delay
+	ringHidden = 2 // the ring of messages hidden by Get
+	inTree     = 3
 )
 
 // visIndex is the visibility index of one queue. It reads the queue's
@@ -88,7 +100,7 @@ const (
 // ones; the queue's lock guards both.
 type visIndex struct {
 	tree  *btree.BTreeG[visItem]
-	rings [2]ring    // ringNow and ringLater
+	rings [3]ring    // ringNow, ringLater and ringHidden
 	store *slotStore // the messages the entries name
 }
 
@@ -134,23 +146,35 @@ func (v *visIndex) compactDead() {
 }
 
 // entries returns the number of ring entries, alive or dead.
-func (v *visIndex) entries() int { return v.rings[ringNow].n + v.rings[ringLater].n }
+func (v *visIndex) entries() int {
+	n := 0
+	for i := range v.rings {
+		n += v.rings[i].n
+	}
+	return n
+}
 
-// ringOf returns the ring that holds n if n, never dequeued or updated, is
-// in a ring at all.
+// ringOf returns the ring that holds n if n is in a ring at all: that of
+// hidden messages once a Get has dequeued it, else that of messages put
+// visible at once or that of delayed ones.
 func ringOf(n *node) int {
-	if n.visible == n.inserted {
+	switch {
+	case n.version != 0:
+		return ringHidden
+	case n.visible == n.inserted:
 		return ringNow
 	}
 	return ringLater
 }
 
-// add indexes the message n in slot at n.visible. fromPut says Put has
-// just stored n, which lets it use a ring.
-func (v *visIndex) add(slot uint32, n *node, fromPut bool) {
-	if fromPut {
-		if r := &v.rings[ringOf(n)]; n.visible >= r.tail {
-			r.push(ringEntry{seq: n.seq, slot: slot}, n.visible)
+// add indexes the message n in slot at n.visible. useRing says the caller
+// is Put, which has just stored n, or Get, which has just hidden it: their
+// messages may go to the ring ringOf names, if they order after its last
+// entry. Update's go to the tree, whatever their order.
+func (v *visIndex) add(slot uint32, n *node, useRing bool) {
+	if useRing {
+		if r := &v.rings[ringOf(n)]; n.visible > r.tail || n.visible == r.tail && n.seq > r.tailSeq {
+			r.push(ringEntry{seq: n.seq, slot: slot, version: n.version}, n.visible)
 			return
 		}
 	}
@@ -163,11 +187,14 @@ func (r *ring) push(e ringEntry, at int64) {
 	}
 	r.entries[(r.head+r.n)&(len(r.entries)-1)] = e
 	r.n++
-	r.tail = at
+	r.tail, r.tailSeq = at, e.seq
 }
 
+// grow doubles r's room. A ring starts with room for two entries: a queue
+// that holds one message at a time, as many idle ones do, keeps its rings
+// small (an emptied queue keeps arrays of up to keepRingEntries).
 func (r *ring) grow() {
-	size := max(8, 2*len(r.entries))
+	size := max(2, 2*len(r.entries))
 	e := make([]ringEntry, size)
 	for i := 0; i < r.n; i++ {
 		e[i] = r.at(i)
@@ -188,19 +215,33 @@ func (r *ring) pop() {
 // remove takes n out of the index before n's slot is freed or n's
 // visible time or version changes.
 func (v *visIndex) remove(n *node) {
-	if _, ok := v.tree.Delete(visItem{at: n.visible, seq: n.seq}); ok || n.version != 0 {
+	// A message that was the last appended to its ring, or is at its
+	// front, leaves it at once: a consumer deletes what it took last, or
+	// first. Otherwise it is in the tree or further inside the ring.
+	r := &v.rings[ringOf(n)]
+	if r.n > 0 {
+		if e := r.at(r.n - 1); e.seq == n.seq && e.version == n.version {
+			r.n--
+			return
+		}
+		if e := r.at(0); e.seq == n.seq && e.version == n.version {
+			r.pop()
+			return
+		}
+	}
+	if _, ok := v.tree.Delete(visItem{at: n.visible, seq: n.seq}); ok {
 		return
 	}
-	// Not in the tree, so in a ring: its entry dies with this change.
+	// Not in the tree, so inside a ring: its entry dies with this change.
 	// Compaction waits for compactDead, after the change is made, so that
 	// it does not keep the dying entry while counting it as dead.
-	v.rings[ringOf(n)].dead++
+	r.dead++
 }
 
 // live reports whether e still names a message that sits in a ring.
 func (v *visIndex) live(e ringEntry) bool {
 	n := v.store.at(e.slot)
-	return n.seq == e.seq && n.version == 0
+	return n.seq == e.seq && n.version == e.version
 }
 
 // compactRing drops the dead entries of r in place, keeping the order.
@@ -233,16 +274,22 @@ func (v *visIndex) ringFront(r *ring) (ringEntry, *node) {
 // slot and next-visible time, and which source holds it. ok is false when
 // the queue is empty.
 func (v *visIndex) front() (slot uint32, at int64, src int, ok bool) {
-	t, _ := v.tree.Min() // never empty: the sentinel is there
-	slot, at, src = t.slot, t.at, inTree
-	front := t
+	front := visSentinel
+	src = inTree
+	if v.tree.Len() > 1 { // more than the sentinel
+		front, _ = v.tree.Min()
+		slot, at = front.slot, front.at
+	}
 	for i := range v.rings {
+		if v.rings[i].n == 0 {
+			continue
+		}
 		if e, n := v.ringFront(&v.rings[i]); n != nil && n.before(front) {
 			slot, at, src = e.slot, n.visible, i
 			front = visItem{at: n.visible, seq: n.seq}
 		}
 	}
-	if src == inTree && t == visSentinel {
+	if src == inTree && front == visSentinel {
 		return 0, 0, 0, false
 	}
 	return slot, at, src, true
@@ -261,7 +308,7 @@ func (v *visIndex) popFront(src int) {
 // is at most now and f returns true. It changes nothing, not even dead
 // ring entries, so Peek can use it.
 func (v *visIndex) scan(now int64, f func(slot uint32) bool) {
-	var pos [2]int // next entry of each ring
+	var pos [len(v.rings)]int // next entry of each ring
 	// ringNext returns the node of ring i's next live entry, or nil.
 	ringNext := func(i int) *node {
 		r := &v.rings[i]

@@ -31,6 +31,20 @@
 // the REST API defines; the SDK's UpdateMessage alone would always send
 // one.
 //
+// # What an answer may bring, and how long a try may take
+//
+// The adapter does not trust the service with its memory or its time. A
+// Get or Peek of n messages returns at most n, and its answer is read up
+// to what n messages of the largest size take as XML (a
+// *ResponseTooLargeError past that); every other answer has a bound of
+// its own, and an error answer's body is read up to MaxErrorBodyBytes, so
+// that neither a faulty proxy nor a hostile endpoint can make a client
+// allocate without limit. Every try of a request has a deadline,
+// DefaultTryTimeout (a minute) unless the SDK options' Retry.TryTimeout
+// set one, after which the SDK's retry policy tries again or gives up: a
+// service that takes a request and never answers stalls a worker for a
+// few tries, not for as long as its context allows.
+//
 // # Message text encoding
 //
 // Azure stores message text as given; it never encodes or decodes it.

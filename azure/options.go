@@ -116,16 +116,25 @@ func (c *config) decode(text string) (string, error) {
 }
 
 // PrepareClientOptions returns a copy of o (nil means the SDK's defaults)
-// with the pipeline policy the adapter needs added to its per-call
-// policies. Build an SDK client with it before handing the client to
-// NewQueueFromClient or NewServiceFromClient; the other constructors call
-// it themselves.
+// with what the adapter needs of the SDK's pipeline. Build an SDK client
+// with it before handing the client to NewQueueFromClient or
+// NewServiceFromClient; the other constructors call it themselves.
 //
-// The policy lets Update with nil content send Update Message without a
-// body, which keeps the message's content; the SDK's UpdateMessage
-// always sends one. Requests that are not such an Update pass through
-// unchanged. A client built without the policy cannot do that Update:
-// it fails with an error, and the message is left as it was.
+// It adds a per-call policy that lets Update with nil content send Update
+// Message without a body, which keeps the message's content; the SDK's
+// UpdateMessage always sends one. Requests that are not such an Update
+// pass through unchanged. A client built without the policy cannot do
+// that Update: it fails with an error, and the message is left as it was.
+//
+// It wraps the transport (o.Transport, or one like the SDK's default) so
+// that no answer brings more than the service can legitimately send: an
+// error answer's body is read up to MaxErrorBodyBytes, a Get or Peek of n
+// messages fails with a *ResponseTooLargeError past n messages of the
+// largest size, and other answers past their own bounds. And unless
+// o.Retry.TryTimeout is set, it sets it to DefaultTryTimeout, so that a
+// service that takes a request and never answers fails the try (which the
+// SDK retries as o.Retry says) instead of holding the caller until its
+// context ends.
 func PrepareClientOptions(o *azqueue.ClientOptions) *azqueue.ClientOptions {
 	var c azqueue.ClientOptions
 	if o != nil {
@@ -135,6 +144,17 @@ func PrepareClientOptions(o *azqueue.ClientOptions) *azqueue.ClientOptions {
 	// to them are shared between clients.
 	c.PerCallPolicies = append(slices.Clip(slices.Clone(c.PerCallPolicies)), keepContentPolicy{})
 	c.PerRetryPolicies = slices.Clip(slices.Clone(c.PerRetryPolicies))
+	switch t := c.Transport.(type) {
+	case *limitTransport:
+		// Prepared already.
+	case nil:
+		c.Transport = &limitTransport{next: defaultTransport}
+	default:
+		c.Transport = &limitTransport{next: t}
+	}
+	if c.Retry.TryTimeout == 0 {
+		c.Retry.TryTimeout = DefaultTryTimeout
+	}
 	return &c
 }
 

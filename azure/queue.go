@@ -179,6 +179,9 @@ func (q *Queue) Get(ctx context.Context, n int, visibility time.Duration) ([]azq
 	if err != nil {
 		return nil, mapError(err)
 	}
+	if err := checkCount("Get Messages", len(resp.Messages), n); err != nil {
+		return nil, err
+	}
 	msgs := make([]azq.Message, 0, len(resp.Messages))
 	for _, dm := range resp.Messages {
 		if dm == nil {
@@ -213,6 +216,9 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]azq.Message, error) {
 	if err != nil {
 		return nil, mapError(err)
 	}
+	if err := checkCount("Peek Messages", len(resp.Messages), n); err != nil {
+		return nil, err
+	}
 	msgs := make([]azq.Message, 0, len(resp.Messages))
 	for _, pm := range resp.Messages {
 		if pm == nil {
@@ -232,6 +238,15 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]azq.Message, error) {
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
+}
+
+// checkCount refuses an answer with more messages than the n asked for,
+// which the service never sends: the caller gets at most n.
+func checkCount(op string, got, n int) error {
+	if got > n {
+		return fmt.Errorf("azure: the service answered %s for %d messages with %d", op, n, got)
+	}
+	return nil
 }
 
 // setContent decodes the message text into m.Content, or keeps the text

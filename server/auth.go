@@ -4,8 +4,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/azqlib/azq"
@@ -57,18 +59,38 @@ func (a Account) ConnectionString(queueEndpoint string) string {
 	return b.String()
 }
 
+// signingKey is one decoded account key, with the HMAC-SHA256 states
+// keyed with it that verified earlier requests: hmac.New hashes the key's
+// pads and allocates afresh, and every signed request needs a MAC.
+type signingKey struct {
+	raw  []byte
+	macs sync.Pool // of hash.Hash, hmac.New(sha256.New, raw)
+}
+
+// mac returns an HMAC-SHA256 state keyed with k, ready for input; give it
+// back with putMAC.
+func (k *signingKey) mac() hash.Hash {
+	if h, ok := k.macs.Get().(hash.Hash); ok {
+		h.Reset()
+		return h
+	}
+	return hmac.New(sha256.New, k.raw)
+}
+
+func (k *signingKey) putMAC(h hash.Hash) { k.macs.Put(h) }
+
 // keyBytes returns the decoded account keys. Keys that are not valid
 // base64 are skipped: a misconfigured key must make signatures fail, not
 // make the server panic. New decodes them once per account, as every
 // signed request needs them.
-func (a *Account) keyBytes() [][]byte {
-	out := make([][]byte, 0, len(a.Keys))
+func (a *Account) keyBytes() []*signingKey {
+	out := make([]*signingKey, 0, len(a.Keys))
 	for _, k := range a.Keys {
 		b, err := base64.StdEncoding.DecodeString(k)
 		if err != nil || len(b) == 0 {
 			continue
 		}
-		out = append(out, b)
+		out = append(out, &signingKey{raw: b})
 	}
 	return out
 }
@@ -79,19 +101,30 @@ func (a *Account) keyBytes() [][]byte {
 // candidate still covers the whole request. Candidates come most likely
 // first, so the search stops at the first match; hmac.Equal keeps each
 // comparison constant-time.
-func signatureMatches(keys [][]byte, candidates []string, sig string) bool {
-	want := []byte(sig)
+func signatureMatches(keys []*signingKey, candidates []string, sig string) bool {
+	for _, c := range candidates {
+		if signatureMatchesBytes(keys, []byte(c), sig) {
+			return true
+		}
+	}
+	return false
+}
+
+// signatureMatchesBytes reports whether sig is the signature of msg under
+// one of the keys.
+func signatureMatchesBytes(keys []*signingKey, msg []byte, sig string) bool {
 	var sum [sha256.Size]byte
 	var enc [44]byte // base64 of a SHA-256 sum
+	if len(sig) != len(enc) {
+		return false // not a signature; hmac.Equal would say so too
+	}
 	for _, k := range keys {
-		h := hmac.New(sha256.New, k)
-		for _, c := range candidates {
-			h.Reset()
-			h.Write([]byte(c))
-			base64.StdEncoding.Encode(enc[:], h.Sum(sum[:0]))
-			if hmac.Equal(enc[:], want) {
-				return true
-			}
+		h := k.mac()
+		h.Write(msg)
+		base64.StdEncoding.Encode(enc[:], h.Sum(sum[:0]))
+		k.putMAC(h)
+		if hmac.Equal(enc[:], []byte(sig)) {
+			return true
 		}
 	}
 	return false
@@ -103,7 +136,7 @@ type authRequest struct {
 	// query is r's parsed query; nil makes authorize parse it.
 	query   *query
 	account *Account
-	keys    [][]byte // account's keys, decoded (keyBytes)
+	keys    []*signingKey // account's keys, decoded (keyBytes)
 	// secondary is true when the request addressed "<account>-secondary"
 	// (host-style or path-style).
 	secondary bool

@@ -107,7 +107,7 @@ func signSharedKey(r *http.Request, account, key string, lite bool) {
 	if lite {
 		scheme = "SharedKeyLite "
 	}
-	r.Header.Set("Authorization", scheme+account+":"+sign(keyb, sts))
+	r.Header.Set("Authorization", scheme+account+":"+sign(keyb.raw, sts))
 }
 
 func TestDevelopmentAccount(t *testing.T) {
@@ -987,7 +987,7 @@ func TestAnonymousAndPreflight(t *testing.T) {
 // devKey is the decoded development account key.
 func devKey() []byte {
 	a := DevelopmentAccount()
-	return a.keyBytes()[0]
+	return a.keyBytes()[0].raw
 }
 
 // TestHandlerSharedKeyHead: HEAD requests (which the SDK never sends)

@@ -1,9 +1,6 @@
 package server_test
 
 import (
-	"context"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/azqlib/azq/faults"
@@ -39,37 +36,4 @@ func BenchmarkHandlerCycleWith(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) { handlerCycle(b, c.opts) })
 	}
-}
-
-func handlerCycle(b *testing.B, opts server.Options) {
-	opts.AllowAnonymous = true
-	s := server.New(opts)
-	b.Cleanup(func() { s.Close() })
-	if _, _, err := s.Service("devstoreaccount1").CreateQueue(context.Background(), "bench", nil); err != nil {
-		b.Fatal(err)
-	}
-	body := "<QueueMessage><MessageText>benchmark message body</MessageText></QueueMessage>"
-	serve := func(method, target, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, target, strings.NewReader(body))
-		req.Header.Set("x-ms-version", "2018-03-28")
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, req)
-		return w
-	}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if w := serve("POST", "/devstoreaccount1/bench/messages", body); w.Code != 201 {
-			b.Fatal(w.Code, w.Body)
-		}
-		w := serve("GET", "/devstoreaccount1/bench/messages", "")
-		m := idRe.FindStringSubmatch(w.Body.String())
-		r := receiptRe.FindStringSubmatch(w.Body.String())
-		if m == nil || r == nil {
-			b.Fatal(w.Body)
-		}
-		if w := serve("DELETE", "/devstoreaccount1/bench/messages/"+m[1]+"?popreceipt="+urlEscape(r[1]), ""); w.Code != 204 {
-			b.Fatal(w.Code, w.Body)
-		}
-	}
-	reportCycles(b)
 }

@@ -129,7 +129,7 @@ func (q *request) runCaptured() *capturedAnswer {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
-	q.wrote, q.status, q.errCode = false, 0, ""
+	q.wrote, q.status, q.errCode, q.bodyLen = false, 0, "", -1
 	return c
 }
 

@@ -14,6 +14,9 @@ const (
 	maxMessageBefore201108 = 8 << 10       // bytes
 	maxGetVisBefore201108  = 2 * 3600      // seconds
 	rfc1123GMT             = http.TimeFormat
+	// maxMessagesPerGet is Azure's most messages per Get, the room
+	// getMessages keeps for them on its stack.
+	maxMessagesPerGet = 32
 )
 
 var noCache = []string{"no-cache"}
@@ -138,7 +141,10 @@ func (q *request) getMessages() error {
 	if err != nil {
 		return err
 	}
-	ms, err := qu.Get(q.r.Context(), n, vis)
+	// The messages are written out before this returns, so they need no
+	// slice of their own beyond this frame.
+	var buf [maxMessagesPerGet]azq.Message
+	ms, err := qu.AppendGet(q.r.Context(), buf[:0], n, vis)
 	if err != nil {
 		return err
 	}
@@ -197,15 +203,15 @@ func appendQueueMessage(b []byte, m *azq.Message, form messageForm) []byte {
 	b = append(b, "<QueueMessage><MessageId>"...)
 	b = appendUUID(b, m.ID)
 	b = append(b, "</MessageId><InsertionTime>"...)
-	b = m.InsertionTime.UTC().AppendFormat(b, rfc1123GMT)
+	b = appendHTTPTime(b, m.InsertionTime)
 	b = append(b, "</InsertionTime><ExpirationTime>"...)
-	b = m.ExpirationTime.UTC().AppendFormat(b, rfc1123GMT)
+	b = appendHTTPTime(b, m.ExpirationTime)
 	b = append(b, "</ExpirationTime>"...)
 	if form != peekForm {
 		b = append(b, "<PopReceipt>"...)
 		b = appendReceipt(b, m.PopReceipt)
 		b = append(b, "</PopReceipt><TimeNextVisible>"...)
-		b = m.NextVisibleTime.UTC().AppendFormat(b, rfc1123GMT)
+		b = appendHTTPTime(b, m.NextVisibleTime)
 		b = append(b, "</TimeNextVisible>"...)
 	}
 	if form != putForm {
@@ -297,12 +303,12 @@ func (q *request) updateMessage() error {
 	}
 	h := q.w.Header()
 	h["X-Ms-Popreceipt"] = []string{res.PopReceipt.String()}
-	h["X-Ms-Time-Next-Visible"] = []string{res.NextVisibleTime.UTC().Format(rfc1123GMT)}
+	h["X-Ms-Time-Next-Visible"] = []string{string(appendHTTPTime(nil, res.NextVisibleTime))}
 	q.writeHeader(http.StatusNoContent)
 	return nil
 }
 
 func appendReceipt(b []byte, r azq.PopReceipt) []byte {
-	t, _ := r.MarshalText()
-	return append(b, t...)
+	b, _ = r.AppendText(b)
+	return b
 }

@@ -61,8 +61,9 @@ func (q *request) checkClientRequestID() error {
 		Details: []azq.Detail{{Name: "HeaderName", Value: "x-ms-client-request-id"}, {Name: "HeaderValue", Value: truncate(id[0], 256)}}}
 }
 
-// setCommonHeaders sets the headers every response carries. The values
-// share one backing array: one allocation instead of one per header.
+// setCommonHeaders sets the headers every response carries, and the
+// Content-Length of a body writeXML sends. The values share one backing
+// array: one allocation instead of one per header.
 func (q *request) setCommonHeaders() {
 	h := q.w.Header()
 	vals := make([]string, 5)
@@ -74,6 +75,10 @@ func (q *request) setCommonHeaders() {
 	if id := q.r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 && len(id[0]) <= maxClientRequestID {
 		vals[3] = id[0]
 		h["X-Ms-Client-Request-Id"] = vals[3:4:4]
+	}
+	if q.bodyLen >= 0 {
+		vals[4] = strconv.Itoa(q.bodyLen)
+		h["Content-Length"] = vals[4:5:5]
 	}
 	if q.acct != nil {
 		if _, ok := q.r.Header["Origin"]; ok && q.op != opPreflight {
@@ -100,6 +105,30 @@ func (s *Server) date(t time.Time) string {
 	return d.text
 }
 
+// appendHTTPTime appends t in UTC in the form of http.TimeFormat, as
+// t.UTC().AppendFormat(b, http.TimeFormat) does, without interpreting the
+// layout: a Get or Put response carries three times per message. Years
+// outside 0 to 9999 are left to AppendFormat.
+func appendHTTPTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, http.TimeFormat)
+	}
+	hour, min, sec := t.Clock()
+	const days = "SunMonTueWedThuFriSat"
+	const months = "JanFebMarAprMayJunJulAugSepOctNovDec"
+	wd, mo := int(t.Weekday())*3, (int(month)-1)*3
+	return append(b,
+		days[wd], days[wd+1], days[wd+2], ',', ' ',
+		byte('0'+day/10), byte('0'+day%10), ' ',
+		months[mo], months[mo+1], months[mo+2], ' ',
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), ' ',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+min/10), byte('0'+min%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), ' ', 'G', 'M', 'T')
+}
+
 // writeHeader sends the status line with the common headers.
 func (q *request) writeHeader(status int) {
 	q.setCommonHeaders()
@@ -112,7 +141,7 @@ func (q *request) writeHeader(status int) {
 func (q *request) writeXML(status int, body []byte) {
 	h := q.w.Header()
 	h["Content-Type"] = xmlContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	q.bodyLen = len(body)
 	q.writeHeader(status)
 	if q.r.Method != http.MethodHead {
 		q.w.Write(body)

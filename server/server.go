@@ -104,9 +104,12 @@ type Server struct {
 // service.
 type accountState struct {
 	acct  Account
-	keys  [][]byte // acct.Keys, decoded
+	keys  []*signingKey // acct.Keys, decoded
 	svc   *azq.Service
 	clock clock.Clock
+	// lookupPolicy is the method value a.policy, made once: made in
+	// each request, it would be allocated in each.
+	lookupPolicy func(queue, id string) (azq.AccessPolicy, bool, error)
 
 	mu    sync.RWMutex
 	props serviceProperties
@@ -142,12 +145,13 @@ func New(opts Options) *Server {
 		if svc == nil {
 			svc = azq.NewService(azq.WithClock(c))
 		}
-		st := &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		as := &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		as.lookupPolicy = as.policy
 		if save := opts.SaveProperties; save != nil {
 			name := a.Name
-			st.save = func(doc []byte) error { return save(name, doc) }
+			as.save = func(doc []byte) error { return save(name, doc) }
 		}
-		s.accounts[a.Name] = st
+		s.accounts[a.Name] = as
 	}
 	return s
 }
@@ -256,9 +260,7 @@ type request struct {
 	acct      *accountState
 	secondary bool
 	pathStyle bool
-	// wrote is set once the answer's status is sent. (The three flags
-	// share a word: past 632 bytes the request, with the allocator's
-	// header, falls in the next size class.)
+	// wrote is set once the answer's status is sent.
 	wrote bool
 	// accountSeg is the account's path segment as sent (path-style).
 	accountSeg string
@@ -277,12 +279,21 @@ type request struct {
 	status  int
 	errCode string
 	fault   *faultState // nil unless an injected fault fired
+	// bodyLen is the length of the body writeXML sends, for its
+	// Content-Length header; -1 until then.
+	bodyLen int
 }
+
+// requests holds request values for reuse: the operations take a
+// *request, so each would otherwise be allocated, over 600 bytes a
+// request.
+var requests = sync.Pool{New: func() any { return new(request) }}
 
 // ServeHTTP serves one REST request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	q := request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum}
+	q := requests.Get().(*request)
+	*q = request{s: s, w: w, r: r, reqID: newRequestID(), version: newestVersion, verNum: newestVersionNum, bodyLen: -1}
 	defer func() {
 		p := recover()
 		aborted := p == http.ErrAbortHandler
@@ -300,6 +311,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.observe != nil {
 			q.observe(time.Since(start), aborted)
 		}
+		*q = request{} // drop the references to this request
+		requests.Put(q)
 		if aborted {
 			panic(p)
 		}
@@ -383,7 +396,7 @@ func (q *request) serve() {
 	}
 	if err := authorize(authRequest{
 		r: q.r, query: &q.query, account: &q.acct.acct, keys: q.acct.keys, secondary: q.secondary, queue: q.queue,
-		op: q.op, now: q.now, checkDateSkew: q.s.checkDateSkew, policy: q.acct.policy, allowAnonymous: q.s.anon,
+		op: q.op, now: q.now, checkDateSkew: q.s.checkDateSkew, policy: q.acct.lookupPolicy, allowAnonymous: q.s.anon,
 		oauth: q.s.oauth,
 	}); err != nil {
 		if e, ok := err.(*azq.Error); ok && e.StatusCode == http.StatusUnauthorized {

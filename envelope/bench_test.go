@@ -1,0 +1,64 @@
+package envelope_test
+
+import (
+	"testing"
+
+	"github.com/azqlib/azq/envelope"
+)
+
+// A message as gocloud's benchmarks send it, and as Watermill's carry one:
+// a short body, one metadata pair, and for Watermill a UUID.
+var benchEnvelope = envelope.Envelope{
+	ID:       "b3a4c8e2-0f1d-4c7e-9a55-3e2d1f0a9b8c",
+	Metadata: map[string]string{"label": "value"},
+	Body:     []byte("hello, world"),
+}
+
+func BenchmarkAppend(b *testing.B) {
+	b.ReportAllocs()
+	var buf []byte
+	for range b.N {
+		var err error
+		if buf, err = envelope.Append(buf[:0], &benchEnvelope); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	text, err := envelope.Encode(&benchEnvelope)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := envelope.Decode(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeBodyOnly(b *testing.B) {
+	text, err := envelope.Encode(&envelope.Envelope{Body: benchEnvelope.Body})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := envelope.Decode(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBaselineMapOfOne is the allocation of a map of one metadata
+// pair, which Decode makes for such a message and the Message types of
+// gocloud and Watermill need: a floor of decoding, for comparison.
+func BenchmarkBaselineMapOfOne(b *testing.B) {
+	b.ReportAllocs()
+	var sink map[string]string
+	for range b.N {
+		sink = map[string]string{"label": "value"}
+	}
+	_ = sink
+}

@@ -1,0 +1,286 @@
+package azqpubsub
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/envelope"
+	"github.com/benbjohnson/clock"
+	"gocloud.dev/gcerrors"
+	"gocloud.dev/pubsub"
+	"gocloud.dev/pubsub/batcher"
+	"gocloud.dev/pubsub/driver"
+)
+
+// The service gives at most 32 messages a Get and takes one Delete or
+// Update a request: receives are batches of up to 32, acks are loops, and
+// concurrent handlers make a remote subscription fast.
+var (
+	recvBatcherOpts = &batcher.Options{MaxBatchSize: 32, MaxHandlers: 8}
+	ackBatcherOpts  = &batcher.Options{MaxBatchSize: 32, MaxHandlers: 64}
+)
+
+const (
+	// maxWait is how long ReceiveBatch waits for a message when none is
+	// visible, as gocloud asks of a driver (less than about a second),
+	// and as long as its in-memory and SQS drivers wait: the portable
+	// type waits for every ReceiveBatch of a round before it starts the
+	// next, so a long wait in one stalls the others' successors.
+	maxWait = 250 * time.Millisecond
+	// minPoll and maxPoll bound the interval between the Gets of a
+	// subscription on a queue that cannot wait for messages (a remote
+	// one): it doubles while the queue stays empty, so that an idle
+	// subscription costs about one request a second however often
+	// ReceiveBatch is called, and is reset when a message comes.
+	minPoll = 50 * time.Millisecond
+	maxPoll = time.Second
+)
+
+// SubscriptionOptions configure a subscription. The zero value is ready to
+// use.
+type SubscriptionOptions struct {
+	// VisibilityTimeout is the ack deadline: how long a received message
+	// stays hidden from other receivers. A message neither acked nor
+	// nacked by then is delivered again. Default azq.DefaultVisibilityTimeout
+	// (30 seconds); the service takes 1 second to 7 days.
+	VisibilityTimeout time.Duration
+	// ReceiveBatcherOptions and AckBatcherOptions adjust how the portable
+	// type batches receives and acknowledgements.
+	ReceiveBatcherOptions batcher.Options
+	AckBatcherOptions     batcher.Options
+}
+
+// receiver is a queue that can wait for messages, as *azq.Queue can.
+type receiver interface {
+	Receive(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error)
+}
+
+// subscription is the driver.Subscription over one queue.
+type subscription struct {
+	q    azq.MessageQueue
+	recv receiver // nil: poll q
+	clk  clock.Clock
+	vis  time.Duration
+
+	mu       sync.Mutex    // guards next and interval
+	next     time.Time     // when a polled queue may be asked again; zero: now
+	interval time.Duration // the current poll interval; 0 while messages come
+}
+
+var _ driver.Subscription = (*subscription)(nil)
+
+// OpenSubscription returns a subscription that receives the messages of
+// q: envelopes as their body and metadata, and a plain message that
+// another producer wrote with its text as the body. q may be any back end
+// of the queue contract; a missing queue is reported by Receive, as
+// NotFound.
+//
+// Ack deletes the message; Nack makes it visible again at once. A queue
+// that can wait for messages (an *azq.Queue) is waited on; any other is
+// polled, at shorter intervals while messages come and up to one a second
+// while none do. Waits are measured on the queue's clock if it reports
+// one (a Clock method), as azq's and package azure's queues do.
+func OpenSubscription(q azq.MessageQueue, opts *SubscriptionOptions) *pubsub.Subscription {
+	var o SubscriptionOptions
+	if opts != nil {
+		o = *opts
+	}
+	return pubsub.NewSubscription(newSubscription(q, &o),
+		recvBatcherOpts.NewMergedOptions(&o.ReceiveBatcherOptions),
+		ackBatcherOpts.NewMergedOptions(&o.AckBatcherOptions))
+}
+
+func newSubscription(q azq.MessageQueue, o *SubscriptionOptions) *subscription {
+	s := &subscription{q: q, clk: clock.New(), vis: o.VisibilityTimeout}
+	if s.vis == 0 {
+		s.vis = azq.DefaultVisibilityTimeout
+	}
+	s.recv, _ = q.(receiver)
+	if c, ok := q.(interface{ Clock() clock.Clock }); ok {
+		s.clk = c.Clock()
+	}
+	return s
+}
+
+// A received message's AckID is a pointer to it, an element of the
+// slice Get returned, and its AsFunc exposes it as *azq.Message.
+func messageAs(m *azq.Message) func(any) bool {
+	return func(i any) bool {
+		if p, ok := i.(*azq.Message); ok {
+			*p = *m
+			return true
+		}
+		return false
+	}
+}
+
+// ReceiveBatch implements driver.Subscription.ReceiveBatch.
+func (s *subscription) ReceiveBatch(ctx context.Context, maxMessages int) ([]*driver.Message, error) {
+	n := max(1, min(maxMessages, 32))
+	var msgs []azq.Message
+	var err error
+	if s.recv != nil {
+		if msgs, err = s.q.Get(ctx, n, s.vis); err == nil && len(msgs) == 0 {
+			msgs, err = s.receive(ctx, n)
+		}
+	} else {
+		msgs, err = s.poll(ctx, n)
+	}
+	if err != nil || len(msgs) == 0 {
+		return nil, err
+	}
+	// One allocation each for the batch's driver messages and their IDs'
+	// text.
+	dms := make([]driver.Message, len(msgs))
+	out := make([]*driver.Message, len(msgs))
+	ids := make([]byte, 0, uuidLen*len(msgs))
+	for i := range msgs {
+		ids = appendUUID(ids, msgs[i].ID)
+	}
+	idText := string(ids)
+	for i := range msgs {
+		m := &msgs[i]
+		e, _ := envelope.Read(m.Content)
+		dms[i] = driver.Message{
+			LoggableID: idText[i*uuidLen : (i+1)*uuidLen],
+			Body:       e.Body,
+			Metadata:   e.Metadata,
+			AckID:      m,
+			AsFunc:     messageAs(m),
+		}
+		out[i] = &dms[i]
+	}
+	return out, nil
+}
+
+// uuidLen is the length of a UUID's text, as MessageID.String writes it.
+const uuidLen = 36
+
+// appendUUID appends the text of id, as id.String returns it: lower-case
+// hex digits in groups of 8, 4, 4, 4 and 12, joined by hyphens.
+func appendUUID(dst []byte, id azq.MessageID) []byte {
+	var b [uuidLen]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return append(dst, b[:]...)
+}
+
+// receive waits up to maxWait for messages on a queue that can wait, and
+// returns what came (none if the wait ran out).
+func (s *subscription) receive(ctx context.Context, n int) ([]azq.Message, error) {
+	// A timer of the queue's clock ends the wait (the mock clock's own
+	// WithTimeout context is not safe for concurrent use).
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t := s.clk.AfterFunc(maxWait, cancel)
+	defer t.Stop()
+	msgs, err := s.recv.Receive(wctx, n, s.vis)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return nil, nil // waited long enough: nothing
+	}
+	return msgs, err
+}
+
+// poll gets messages from a queue that cannot wait: at once while
+// messages come, and otherwise when the poll interval allows, for up to
+// maxWait.
+func (s *subscription) poll(ctx context.Context, n int) ([]azq.Message, error) {
+	deadline := s.clk.Now().Add(maxWait)
+	for {
+		s.mu.Lock()
+		next := s.next
+		s.mu.Unlock()
+		if now := s.clk.Now(); now.Before(next) {
+			wait := next.Sub(now)
+			if !next.Before(deadline) {
+				wait = deadline.Sub(now)
+			}
+			t := s.clk.Timer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			if !next.Before(deadline) {
+				return nil, nil
+			}
+		}
+		msgs, err := s.q.Get(ctx, n, s.vis)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if len(msgs) > 0 {
+			s.interval, s.next = 0, time.Time{}
+		} else {
+			s.interval = min(max(2*s.interval, minPoll), maxPoll)
+			s.next = s.clk.Now().Add(s.interval)
+		}
+		s.mu.Unlock()
+		if len(msgs) > 0 {
+			return msgs, nil
+		}
+	}
+}
+
+// SendAcks implements driver.Subscription.SendAcks: each message is
+// deleted. A message that is gone already (acked before) or whose receipt
+// is stale (its ack deadline passed and another receiver took it) is
+// passed over, as gocloud asks of a driver; the queue service answers
+// both the same way.
+func (s *subscription) SendAcks(ctx context.Context, ids []driver.AckID) error {
+	for _, id := range ids {
+		m := id.(*azq.Message)
+		if err := s.q.Delete(ctx, m.ID, m.PopReceipt); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// CanNack implements driver.Subscription.CanNack.
+func (*subscription) CanNack() bool { return true }
+
+// SendNacks implements driver.Subscription.SendNacks: each message is made
+// visible again at once (Update with a visibility timeout of 0, content
+// kept). A message that is gone or taken by another receiver is passed
+// over.
+func (s *subscription) SendNacks(ctx context.Context, ids []driver.AckID) error {
+	for _, id := range ids {
+		m := id.(*azq.Message)
+		if _, err := s.q.Update(ctx, m.ID, m.PopReceipt, 0, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// IsRetryable implements driver.Subscription.IsRetryable (see
+// topic.IsRetryable).
+func (*subscription) IsRetryable(error) bool { return false }
+
+// As implements driver.Subscription.As: the queue as *azq.MessageQueue
+// and, by its type, as **azq.Queue or **azure.Queue.
+func (s *subscription) As(i any) bool { return queueAs(s.q, i) }
+
+// ErrorAs implements driver.Subscription.ErrorAs.
+func (*subscription) ErrorAs(err error, i any) bool { return errorAs(err, i) }
+
+// ErrorCode implements driver.Subscription.ErrorCode.
+func (*subscription) ErrorCode(err error) gcerrors.ErrorCode { return errorCode(err) }
+
+// Close implements driver.Subscription.Close. The queue is the caller's
+// and stays open.
+func (*subscription) Close() error { return nil }

@@ -1,0 +1,267 @@
+package azqpubsub
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/azure"
+	"github.com/azqlib/azq/envelope"
+	"gocloud.dev/gcerrors"
+	"gocloud.dev/pubsub"
+	"gocloud.dev/pubsub/batcher"
+	"gocloud.dev/pubsub/driver"
+)
+
+// sendBatcherOpts: the queue service takes one message a request, so a
+// batch is a loop of Puts; concurrent batches are what make a remote
+// topic fast.
+var sendBatcherOpts = &batcher.Options{
+	MaxBatchSize: 32,
+	MaxHandlers:  64,
+}
+
+// TopicOptions configure a topic. The zero value is ready to use.
+type TopicOptions struct {
+	// TimeToLive is how long each message lives in its queue unless
+	// received and acknowledged: 0 for the service's default of 7 days,
+	// azq.NeverExpires for no limit.
+	TimeToLive time.Duration
+	// BatcherOptions adjust how the portable type batches sends.
+	BatcherOptions batcher.Options
+}
+
+// Fanout is the set of queues a fan-out topic sends to: every message goes
+// to each of them, in the order they were added, so that each queue's
+// consumers see every message (as an SNS topic delivers to each of its SQS
+// queues). The queue service has no topics of its own, so the set lives
+// with the producer: every process that sends to the topic must build the
+// same set. It is safe for concurrent use; a queue added is sent the
+// messages sent after Add returns.
+type Fanout struct {
+	mu     sync.RWMutex       // guards queues
+	queues []azq.MessageQueue // replaced, never changed in place
+}
+
+// NewFanout returns the set of the given queues.
+func NewFanout(queues ...azq.MessageQueue) *Fanout {
+	return &Fanout{queues: slices.Clone(queues)}
+}
+
+// Add adds q to the set.
+func (f *Fanout) Add(q azq.MessageQueue) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queues = append(slices.Clip(f.queues), q)
+}
+
+// Remove removes q from the set and reports whether it was there.
+func (f *Fanout) Remove(q azq.MessageQueue) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.Index(f.queues, q)
+	if i < 0 {
+		return false
+	}
+	f.queues = slices.Delete(slices.Clone(f.queues), i, i+1)
+	return true
+}
+
+// Queues returns the queues of the set.
+func (f *Fanout) Queues() []azq.MessageQueue {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return slices.Clone(f.queues)
+}
+
+func (f *Fanout) snapshot() []azq.MessageQueue {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.queues
+}
+
+// errNoQueues is the error of a send to a fan-out topic without queues: a
+// message sent there would reach nobody.
+var errNoQueues = errors.New("azqpubsub: the fan-out topic has no queues; the message would reach no one")
+
+// topic is the driver.Topic: a message goes, in an envelope, to one queue
+// or to each queue of a Fanout.
+type topic struct {
+	queue  azq.MessageQueue // nil for a fan-out topic
+	fanout *Fanout          // nil for a one-queue topic
+	put    azq.PutOptions
+}
+
+var _ driver.Topic = (*topic)(nil)
+
+// OpenTopic returns a topic that sends every message to q, in an
+// envelope (package github.com/azqlib/azq/envelope). q may be any back end
+// of the queue contract: an *azq.Queue in memory or on disk, an
+// *azure.Queue. A missing queue is reported by Send, as NotFound.
+func OpenTopic(q azq.MessageQueue, opts *TopicOptions) *pubsub.Topic {
+	return pubsub.NewTopic(newTopic(q, nil, opts), sendBatcherOpts.NewMergedOptions(batcherOptions(opts)))
+}
+
+// OpenFanoutTopic returns a topic that sends every message to each queue
+// of f (see Fanout).
+func OpenFanoutTopic(f *Fanout, opts *TopicOptions) *pubsub.Topic {
+	return pubsub.NewTopic(newTopic(nil, f, opts), sendBatcherOpts.NewMergedOptions(batcherOptions(opts)))
+}
+
+func batcherOptions(opts *TopicOptions) *batcher.Options {
+	if opts == nil {
+		return &batcher.Options{}
+	}
+	return &opts.BatcherOptions
+}
+
+func newTopic(q azq.MessageQueue, f *Fanout, opts *TopicOptions) *topic {
+	t := &topic{queue: q, fanout: f}
+	if opts != nil {
+		t.put.TimeToLive = opts.TimeToLive
+	}
+	return t
+}
+
+// SendBatch implements driver.Topic.SendBatch: each message is put, in
+// its envelope, to the topic's queue or to each of its queues in turn. A
+// failure stops the batch; a fan-out message may then be in some queues
+// already, and a retry puts it there again.
+func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
+	var queues []azq.MessageQueue // nil for a one-queue topic
+	if t.fanout != nil {
+		if queues = t.fanout.snapshot(); len(queues) == 0 {
+			return errNoQueues
+		}
+	}
+	buf := bufPool.Get().(*[]byte)
+	defer bufPool.Put(buf)
+	for _, m := range ms {
+		put := &t.put
+		if m.BeforeSend != nil {
+			own := t.put // this message's, for BeforeSend to change
+			put = &own
+			asFunc := func(i any) bool {
+				if p, ok := i.(**azq.PutOptions); ok {
+					*p = put
+					return true
+				}
+				return false
+			}
+			if err := m.BeforeSend(asFunc); err != nil {
+				return err
+			}
+		}
+		var err error
+		*buf, err = envelope.Append((*buf)[:0], &envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
+		if err != nil {
+			return err
+		}
+		text := string(*buf)
+		if queues == nil {
+			pm, err := t.queue.Put(ctx, text, put)
+			if err != nil {
+				return err
+			}
+			if m.AfterSend != nil {
+				if err := m.AfterSend(afterSendAs([]azq.Message{pm})); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		sent := make([]azq.Message, 0, len(queues))
+		for _, q := range queues {
+			pm, err := q.Put(ctx, text, put)
+			if err != nil {
+				return err
+			}
+			sent = append(sent, pm)
+		}
+		if m.AfterSend != nil {
+			if err := m.AfterSend(afterSendAs(sent)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bufPool holds the buffers SendBatch writes envelopes into.
+var bufPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// afterSendAs is the As of a message's AfterSend: the message as each
+// queue took it.
+func afterSendAs(sent []azq.Message) func(any) bool {
+	return func(i any) bool {
+		switch p := i.(type) {
+		case *azq.Message:
+			*p = sent[0]
+		case *[]azq.Message:
+			*p = sent
+		default:
+			return false
+		}
+		return true
+	}
+}
+
+// IsRetryable implements driver.Topic.IsRetryable: never, since the
+// azure adapter's SDK pipeline retries what can be retried, and the
+// in-process back ends have no transient failures.
+func (*topic) IsRetryable(error) bool { return false }
+
+// As implements driver.Topic.As. A one-queue topic exposes its queue as
+// *azq.MessageQueue and, by its type, as **azq.Queue or **azure.Queue; a
+// fan-out topic exposes its **Fanout.
+func (t *topic) As(i any) bool {
+	if t.fanout != nil {
+		if p, ok := i.(**Fanout); ok {
+			*p = t.fanout
+			return true
+		}
+		return false
+	}
+	return queueAs(t.queue, i)
+}
+
+// queueAs sets what i points to to q, or to the back end behind it.
+func queueAs(q azq.MessageQueue, i any) bool {
+	switch p := i.(type) {
+	case *azq.MessageQueue:
+		*p = q
+		return true
+	case **azq.Queue:
+		switch q := q.(type) {
+		case *azq.Queue:
+			*p = q
+			return true
+		case namedQueue:
+			cur, err := q.svc.Queue(q.name)
+			if err != nil {
+				return false
+			}
+			*p = cur
+			return true
+		}
+	case **azure.Queue:
+		if q, ok := q.(*azure.Queue); ok {
+			*p = q
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorAs implements driver.Topic.ErrorAs.
+func (*topic) ErrorAs(err error, i any) bool { return errorAs(err, i) }
+
+// ErrorCode implements driver.Topic.ErrorCode.
+func (*topic) ErrorCode(err error) gcerrors.ErrorCode { return errorCode(err) }
+
+// Close implements driver.Topic.Close. The queues are the caller's and
+// stay open.
+func (*topic) Close() error { return nil }

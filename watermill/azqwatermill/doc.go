@@ -1,0 +1,29 @@
+// Package azqwatermill is a Watermill Pub/Sub
+// (github.com/ThreeDotsLabs/watermill) on Azure-style queues: any back end
+// of azq's queue contract, through an Account — the queues of an
+// in-memory or durable *azq.Service (ServiceAccount), or of Azure Queue
+// Storage or azq's REST server through package azure (AzureAccount).
+//
+// A topic is a queue of the same name (or of the name that
+// PublisherConfig.QueueName and SubscriberConfig.QueueName give it). A
+// message goes into the queue as an envelope (package
+// github.com/azqlib/azq/envelope), which keeps its UUID, metadata and
+// payload as a JSON text that any Azure SDK can read; a message that
+// another producer wrote without an envelope is delivered with its text as
+// the payload and the queue's message ID as its UUID.
+//
+// Every subscriber of a topic shares its queue: each message goes to one
+// of them. There are no consumer groups, since the queue service has no
+// fan-out; a topic that must reach several independent consumers needs one
+// queue a consumer, published to by the producer.
+//
+// Ack deletes the message; Nack makes it visible again (after
+// SubscriberConfig.NackDelay), so that it is delivered again, to this or
+// another subscriber. A held message's lease (its visibility timeout) is
+// renewed while its handler runs, so no handler is cut short by it; if the
+// process dies, the message comes back when its lease ends. Delivery is
+// at least once, in no guaranteed order, as the queue service promises.
+//
+// Close ends the subscriptions, hands back the messages they held, and
+// returns when their goroutines have returned.
+package azqwatermill

@@ -59,3 +59,19 @@ func TestDurableQueueContract(t *testing.T) {
 		return azqtest.Fixture{Queue: q, Clock: mock}
 	})
 }
+
+// So does a queue of a Service addressed by its name.
+func TestNamedQueueContract(t *testing.T) {
+	mock := clock.NewMock()
+	svc := azq.NewService(azq.WithClock(mock))
+	t.Cleanup(func() { svc.Close() })
+	n := 0
+	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+		n++
+		name := fmt.Sprintf("named-%d", n)
+		if _, _, err := svc.CreateQueue(context.Background(), name, nil); err != nil {
+			t.Fatal(err)
+		}
+		return azqtest.Fixture{Queue: svc.Named(name), Clock: mock}
+	})
+}

@@ -73,7 +73,7 @@ func serviceBackend(svc *azq.Service) *backend {
 			return q, err
 		},
 		remove:  func(ctx context.Context, name string) error { return svc.DeleteQueue(ctx, name) },
-		missing: func() azq.MessageQueue { return namedQueue{svc: svc, name: "missing"} },
+		missing: func() azq.MessageQueue { return svc.Named("missing") },
 		close:   func() { svc.Close() },
 	}
 }

@@ -54,7 +54,8 @@ type SubscriptionOptions struct {
 	AckBatcherOptions     batcher.Options
 }
 
-// receiver is a queue that can wait for messages, as *azq.Queue can.
+// receiver is a queue that can wait for messages, as *azq.Queue and
+// azq.NamedQueue can.
 type receiver interface {
 	Receive(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error)
 }
@@ -284,3 +285,8 @@ func (*subscription) ErrorCode(err error) gcerrors.ErrorCode { return errorCode(
 // Close implements driver.Subscription.Close. The queue is the caller's
 // and stays open.
 func (*subscription) Close() error { return nil }
+
+var (
+	_ receiver = (*azq.Queue)(nil)
+	_ receiver = azq.NamedQueue{}
+)

@@ -239,8 +239,8 @@ func queueAs(q azq.MessageQueue, i any) bool {
 		case *azq.Queue:
 			*p = q
 			return true
-		case namedQueue:
-			cur, err := q.svc.Queue(q.name)
+		case azq.NamedQueue:
+			cur, err := q.Queue()
 			if err != nil {
 				return false
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azure"
-	"github.com/benbjohnson/clock"
 	"gocloud.dev/pubsub"
 )
 
@@ -85,7 +84,7 @@ func (o *URLOpener) OpenTopicURL(_ context.Context, u *url.URL) (*pubsub.Topic, 
 	svc := o.service()
 	qs := make([]azq.MessageQueue, len(names))
 	for i, n := range names {
-		qs[i] = namedQueue{svc: svc, name: n}
+		qs[i] = svc.Named(n)
 	}
 	return openTopic(qs, &opts), nil
 }
@@ -96,7 +95,7 @@ func (o *URLOpener) OpenSubscriptionURL(_ context.Context, u *url.URL) (*pubsub.
 	if err != nil {
 		return nil, err
 	}
-	return OpenSubscription(namedQueue{svc: o.service(), name: name}, &opts), nil
+	return OpenSubscription(o.service().Named(name), &opts), nil
 }
 
 // AzureURLOpener opens azurequeue:// URLs on the queues of a storage
@@ -283,83 +282,4 @@ func queueNames(u *url.URL) ([]string, error) {
 		}
 	}
 	return names, nil
-}
-
-// namedQueue is the queue name of an in-process Service, looked up at
-// each operation: it may not exist yet when a URL is opened, and a queue
-// deleted and created again is followed.
-type namedQueue struct {
-	svc  *azq.Service
-	name string
-}
-
-var (
-	_ azq.MessageQueue = namedQueue{}
-	_ receiver         = namedQueue{}
-)
-
-func (n namedQueue) Clock() clock.Clock { return n.svc.Clock() }
-
-func (n namedQueue) Put(ctx context.Context, content string, opts *azq.PutOptions) (azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return azq.Message{}, err
-	}
-	return q.Put(ctx, content, opts)
-}
-
-func (n namedQueue) Get(ctx context.Context, max int, visibility time.Duration) ([]azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return nil, err
-	}
-	return q.Get(ctx, max, visibility)
-}
-
-func (n namedQueue) Receive(ctx context.Context, max int, visibility time.Duration) ([]azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return nil, err
-	}
-	return q.Receive(ctx, max, visibility)
-}
-
-func (n namedQueue) Peek(ctx context.Context, max int) ([]azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return nil, err
-	}
-	return q.Peek(ctx, max)
-}
-
-func (n namedQueue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopReceipt, visibility time.Duration, content *string) (azq.UpdateResult, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return azq.UpdateResult{}, err
-	}
-	return q.Update(ctx, id, receipt, visibility, content)
-}
-
-func (n namedQueue) Delete(ctx context.Context, id azq.MessageID, receipt azq.PopReceipt) error {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return err
-	}
-	return q.Delete(ctx, id, receipt)
-}
-
-func (n namedQueue) Clear(ctx context.Context) error {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return err
-	}
-	return q.Clear(ctx)
-}
-
-func (n namedQueue) ApproximateCount(ctx context.Context) (int, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return 0, err
-	}
-	return q.ApproximateCount(ctx)
 }

@@ -3,11 +3,9 @@ package azqwatermill
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azure"
-	"github.com/benbjohnson/clock"
 )
 
 // Account is where topics' queues live: the queues of an in-process
@@ -37,7 +35,7 @@ func (a serviceAccount) Queue(name string) (azq.MessageQueue, error) {
 	if err := azq.ValidateQueueName(name); err != nil {
 		return nil, err
 	}
-	return namedQueue{svc: a.svc, name: name}, nil
+	return a.svc.Named(name), nil
 }
 
 func (a serviceAccount) CreateQueue(ctx context.Context, name string) error {
@@ -58,79 +56,4 @@ func (a azureAccount) CreateQueue(ctx context.Context, name string) error {
 		return nil
 	}
 	return err
-}
-
-// namedQueue is the queue name of an in-process Service, looked up at
-// each operation.
-type namedQueue struct {
-	svc  *azq.Service
-	name string
-}
-
-var _ azq.MessageQueue = namedQueue{}
-
-func (n namedQueue) Clock() clock.Clock { return n.svc.Clock() }
-
-func (n namedQueue) Put(ctx context.Context, content string, opts *azq.PutOptions) (azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return azq.Message{}, err
-	}
-	return q.Put(ctx, content, opts)
-}
-
-func (n namedQueue) Get(ctx context.Context, max int, visibility time.Duration) ([]azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return nil, err
-	}
-	return q.Get(ctx, max, visibility)
-}
-
-func (n namedQueue) Receive(ctx context.Context, max int, visibility time.Duration) ([]azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return nil, err
-	}
-	return q.Receive(ctx, max, visibility)
-}
-
-func (n namedQueue) Peek(ctx context.Context, max int) ([]azq.Message, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return nil, err
-	}
-	return q.Peek(ctx, max)
-}
-
-func (n namedQueue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopReceipt, visibility time.Duration, content *string) (azq.UpdateResult, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return azq.UpdateResult{}, err
-	}
-	return q.Update(ctx, id, receipt, visibility, content)
-}
-
-func (n namedQueue) Delete(ctx context.Context, id azq.MessageID, receipt azq.PopReceipt) error {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return err
-	}
-	return q.Delete(ctx, id, receipt)
-}
-
-func (n namedQueue) Clear(ctx context.Context) error {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return err
-	}
-	return q.Clear(ctx)
-}
-
-func (n namedQueue) ApproximateCount(ctx context.Context) (int, error) {
-	q, err := n.svc.Queue(n.name)
-	if err != nil {
-		return 0, err
-	}
-	return q.ApproximateCount(ctx)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azure"
+	"github.com/azqlib/azq/internal/cputime"
 	"github.com/azqlib/azq/server"
 )
 
@@ -59,12 +60,12 @@ func measure(b *testing.B, cycle func()) {
 	cycle() // open the connection
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, ok := processCPU()
+	cpu0, ok := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		cycle()
 	}
 	b.StopTimer()
-	if cpu1, _ := processCPU(); ok {
+	if cpu1, _ := cputime.Process(); ok {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -156,11 +157,11 @@ func interleave(b *testing.B, sdk, adapter func()) {
 		n := min(32, b.N-done)
 		for k := 0; k < 2; k++ {
 			side := (k + block) % 2
-			c0, ok := processCPU()
+			c0, ok := cputime.Process()
 			for i := 0; i < n; i++ {
 				sides[side]()
 			}
-			if c1, _ := processCPU(); ok {
+			if c1, _ := cputime.Process(); ok {
 				cpu[side] += c1 - c0
 			}
 		}

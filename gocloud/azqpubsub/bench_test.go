@@ -8,6 +8,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/azure"
+	"github.com/azqlib/azq/internal/cputime"
 	"gocloud.dev/pubsub"
 	"gocloud.dev/pubsub/driver"
 	"gocloud.dev/pubsub/drivertest"
@@ -59,7 +60,7 @@ type meter struct {
 func startMeter(b *testing.B) meter {
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, _ := processCPU()
+	cpu0, _ := cputime.Process()
 	return meter{cpu0}
 }
 
@@ -69,7 +70,7 @@ func startMeter(b *testing.B) meter {
 // machine do not inflate as they do the wall time.
 func (m meter) report(b *testing.B) {
 	b.StopTimer()
-	if cpu1, ok := processCPU(); ok {
+	if cpu1, ok := cputime.Process(); ok {
 		b.ReportMetric(float64(cpu1-m.cpu0)/float64(b.N), "cpu-ns/op")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")

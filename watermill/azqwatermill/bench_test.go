@@ -11,6 +11,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/azure"
+	"github.com/azqlib/azq/internal/cputime"
 )
 
 var (
@@ -53,7 +54,7 @@ func startMeter(b *testing.B) *meter {
 	b.ReportAllocs()
 	b.ResetTimer()
 	m := new(meter)
-	m.cpu0, _ = processCPU()
+	m.cpu0, _ = cputime.Process()
 	return m
 }
 
@@ -61,12 +62,12 @@ func startMeter(b *testing.B) *meter {
 // making its messages.
 func (m *meter) pause(b *testing.B) {
 	b.StopTimer()
-	cpu1, _ := processCPU()
+	cpu1, _ := cputime.Process()
 	m.cpu += cpu1 - m.cpu0
 }
 
 func (m *meter) resume(b *testing.B) {
-	m.cpu0, _ = processCPU()
+	m.cpu0, _ = cputime.Process()
 	b.StartTimer()
 }
 
@@ -76,7 +77,7 @@ func (m *meter) resume(b *testing.B) {
 // shared machine do not inflate as they do the wall time.
 func (m *meter) report(b *testing.B) {
 	m.pause(b)
-	if _, ok := processCPU(); ok {
+	if _, ok := cputime.Process(); ok {
 		b.ReportMetric(float64(m.cpu)/float64(b.N), "cpu-ns/op")
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")

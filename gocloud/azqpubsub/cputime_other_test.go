@@ -1,9 +1,0 @@
-//go:build !unix
-
-package azqpubsub
-
-import "time"
-
-// processCPU reports that the platform does not tell the process's CPU
-// time.
-func processCPU() (time.Duration, bool) { return 0, false }

@@ -39,14 +39,12 @@ func newFaulty(t *testing.T, rules ...faults.Rule) (*azqtest.FaultyQueue, *azq.Q
 	return azqtest.NewFaultyQueue(q, inj, azqtest.FaultyOptions{Observe: rec.Observe}), q, inj, rec
 }
 
-var requestSuffix = regexp.MustCompile(` \(request [0-9a-f-]{36}\)$`)
-
-// An injected error answer is the error package azure returns for the
-// same answer from azq's server: code, status, message, and the request
-// ID after it; and it matches azq's sentinels.
-func TestFaultyQueueErrorsAreAzures(t *testing.T) {
+// newAdapterOnServer serves azq's REST API for the test, with a queue
+// "jobs", and returns the azure adapter on that queue. It makes no
+// retries, so that the adapter's error is the server's one answer.
+func newAdapterOnServer(t *testing.T) (*azqtest.Server, *azure.Queue) {
+	t.Helper()
 	srv := azqtest.NewServer(t)
-	// No retries: the adapter's error is then the server's one answer.
 	aq, err := azure.NewQueueFromConnectionString(srv.ConnectionString, "jobs", &azure.Options{Clock: srv.Clock,
 		ClientOptions: &azqueue.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}}})
 	if err != nil {
@@ -55,6 +53,16 @@ func TestFaultyQueueErrorsAreAzures(t *testing.T) {
 	if _, _, err := srv.Service.CreateQueue(context.Background(), "jobs", nil); err != nil {
 		t.Fatal(err)
 	}
+	return srv, aq
+}
+
+var requestSuffix = regexp.MustCompile(` \(request [0-9a-f-]{36}\)$`)
+
+// An injected error answer is the error package azure returns for the
+// same answer from azq's server: code, status, message, and the request
+// ID after it; and it matches azq's sentinels.
+func TestFaultyQueueErrorsAreAzures(t *testing.T) {
+	srv, aq := newAdapterOnServer(t)
 	for _, then := range []faults.Then{
 		{Error: faults.CodeServerBusy},
 		{Error: faults.CodeServerBusy, Reason: faults.ReasonOperations},
@@ -114,15 +122,7 @@ func TestFaultyQueueNetworkErrors(t *testing.T) {
 // The SDK's own errors for the same failures from azq's server match the
 // same targets.
 func TestAzureAdapterNetworkErrorsMatch(t *testing.T) {
-	srv := azqtest.NewServer(t)
-	aq, err := azure.NewQueueFromConnectionString(srv.ConnectionString, "jobs", &azure.Options{Clock: srv.Clock,
-		ClientOptions: &azqueue.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := srv.Service.CreateQueue(context.Background(), "jobs", nil); err != nil {
-		t.Fatal(err)
-	}
+	srv, aq := newAdapterOnServer(t)
 	for _, tc := range []struct {
 		nw   faults.Network
 		want error

@@ -310,22 +310,8 @@ type clockJSON struct {
 
 func clockCall(t *testing.T, method, url string, wantStatus int) clockJSON {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var v clockJSON
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		t.Fatalf("%s %s: decoding: %v", method, url, err)
-	}
-	if resp.StatusCode != wantStatus {
-		t.Fatalf("%s %s: %s (%s), want %d", method, url, resp.Status, v.Error, wantStatus)
-	}
+	adminCall(t, method, url, wantStatus, &v)
 	return v
 }
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -21,21 +20,12 @@ import (
 // adminCall sends method to url and decodes the JSON reply into v.
 func adminCall(t *testing.T, method, url string, wantStatus int, v any) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != wantStatus {
-		t.Fatalf("%s %s: %s %s, want %d", method, url, resp.Status, body, wantStatus)
+	status, body := send(t, method, url, "", nil, nil)
+	if status != wantStatus {
+		t.Fatalf("%s %s: status %d %s, want %d", method, url, status, body, wantStatus)
 	}
 	if v != nil {
-		if err := json.Unmarshal(body, v); err != nil {
+		if err := json.Unmarshal([]byte(body), v); err != nil {
 			t.Fatalf("%s %s: %v: %s", method, url, err, body)
 		}
 	}

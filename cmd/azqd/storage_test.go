@@ -73,20 +73,11 @@ func TestDataKeepsServiceProperties(t *testing.T) {
 		`<Cors><CorsRule><AllowedOrigins>https://app.example</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>5</MaxAgeInSeconds><ExposedHeaders></ExposedHeaders><AllowedHeaders></AllowedHeaders></CorsRule></Cors></StorageServiceProperties>`
 	call := func(d *daemon, method string, body io.Reader, want int) string {
 		t.Helper()
-		req, err := http.NewRequest(method, d.base+"/devstoreaccount1/?restype=service&comp=properties", body)
-		if err != nil {
-			t.Fatal(err)
+		status, b := send(t, method, d.base+"/devstoreaccount1/?restype=service&comp=properties", "", body, nil)
+		if status != want {
+			t.Fatalf("%s properties: status %d %s", method, status, b)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s properties: %s %s", method, resp.Status, b)
-		}
-		return string(b)
+		return b
 	}
 	d := start(t, "-data", dir, "-allow-anonymous")
 	call(d, http.MethodPut, strings.NewReader(props), http.StatusAccepted)

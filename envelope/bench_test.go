@@ -25,21 +25,15 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-func BenchmarkDecode(b *testing.B) {
-	text, err := envelope.Encode(&benchEnvelope)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for range b.N {
-		if _, err := envelope.Decode(text); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkDecode(b *testing.B) { benchDecode(b, &benchEnvelope) }
 
 func BenchmarkDecodeBodyOnly(b *testing.B) {
-	text, err := envelope.Encode(&envelope.Envelope{Body: benchEnvelope.Body})
+	benchDecode(b, &envelope.Envelope{Body: benchEnvelope.Body})
+}
+
+// benchDecode decodes e's encoding b.N times.
+func benchDecode(b *testing.B, e *envelope.Envelope) {
+	text, err := envelope.Encode(e)
 	if err != nil {
 		b.Fatal(err)
 	}

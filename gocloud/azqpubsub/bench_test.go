@@ -96,13 +96,7 @@ func BenchmarkThroughput(b *testing.B) {
 					}
 				}
 				for range n {
-					ms, err := q.Get(ctx, 1, azq.DefaultVisibilityTimeout)
-					if err != nil || len(ms) != 1 {
-						b.Fatal(err, len(ms))
-					}
-					if err := q.Delete(ctx, ms[0].ID, ms[0].PopReceipt); err != nil {
-						b.Fatal(err)
-					}
+					getDelete(ctx, b, q)
 				}
 				done += n
 			}
@@ -166,13 +160,7 @@ func BenchmarkCycle(b *testing.B) {
 			if _, err := q.Put(ctx, string(benchBody), nil); err != nil {
 				b.Fatal(err)
 			}
-			ms, err := q.Get(ctx, 1, azq.DefaultVisibilityTimeout)
-			if err != nil || len(ms) != 1 {
-				b.Fatal(err, len(ms))
-			}
-			if err := q.Delete(ctx, ms[0].ID, ms[0].PopReceipt); err != nil {
-				b.Fatal(err)
-			}
+			getDelete(ctx, b, q)
 		}
 		m.report(b)
 	})
@@ -246,5 +234,17 @@ func shutdown(b *testing.B, topic *pubsub.Topic, sub *pubsub.Subscription) {
 	}
 	if err := sub.Shutdown(ctx); err != nil {
 		b.Error(err)
+	}
+}
+
+// getDelete gets one message from q and deletes it: the raw contract's
+// receive and ack, which the drivers' figures are read against.
+func getDelete(ctx context.Context, b *testing.B, q azq.MessageQueue) {
+	ms, err := q.Get(ctx, 1, azq.DefaultVisibilityTimeout)
+	if err != nil || len(ms) != 1 {
+		b.Fatal(err, len(ms))
+	}
+	if err := q.Delete(ctx, ms[0].ID, ms[0].PopReceipt); err != nil {
+		b.Fatal(err)
 	}
 }

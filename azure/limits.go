@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -47,22 +48,43 @@ const (
 // by default), for maxresults queues (5000 by default) for List Queues,
 // and maxOtherBodyBytes otherwise.
 func responseLimit(req *http.Request) int64 {
-	q := req.URL.Query()
+	q := req.URL.RawQuery
 	switch {
 	case req.Method == http.MethodGet && strings.HasSuffix(strings.TrimSuffix(req.URL.Path, "/"), "/messages"):
-		n, err := strconv.Atoi(q.Get("numofmessages"))
+		n, err := strconv.Atoi(queryValue(q, "numofmessages"))
 		if err != nil || n < 1 {
 			n = 1
 		}
 		return int64(min(n, 32))*maxMessageXMLBytes + 4<<10
-	case q.Get("comp") == "list":
-		n, err := strconv.Atoi(q.Get("maxresults"))
+	case queryValue(q, "comp") == "list":
+		n, err := strconv.Atoi(queryValue(q, "maxresults"))
 		if err != nil || n < 1 || n > 5000 {
 			n = 5000
 		}
 		return int64(n)*maxQueueItemXMLBytes + 4<<10
 	}
 	return maxOtherBodyBytes
+}
+
+// queryValue is the first value of key in the raw query, unescaped:
+// what url.Values.Get gives (pairs url.ParseQuery skips are skipped),
+// without building the map for every response.
+func queryValue(rawQuery, key string) string {
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		if pair == "" || strings.Contains(pair, ";") {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(k); err != nil || k != key {
+			continue
+		}
+		if v, err := url.QueryUnescape(v); err == nil {
+			return v
+		}
+	}
+	return ""
 }
 
 // limitTransport bounds what the pipeline reads of a response. It stands
@@ -92,7 +114,7 @@ func (t *limitTransport) Do(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= 400 {
 		// An error answer's body is cut short, silently: the answer is
 		// an error already, and its code travels in a header.
-		resp.Body = &limitedBody{r: io.LimitReader(resp.Body, MaxErrorBodyBytes), c: resp.Body}
+		resp.Body = &limitedBody{r: resp.Body, max: MaxErrorBodyBytes}
 		return resp, nil
 	}
 	limit := responseLimit(req)
@@ -100,22 +122,29 @@ func (t *limitTransport) Do(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, &ResponseTooLargeError{Method: req.Method, Path: req.URL.Path, Limit: limit}
 	}
-	resp.Body = &limitedBody{r: io.LimitReader(resp.Body, limit+1), c: resp.Body, limit: limit, req: req}
+	resp.Body = &limitedBody{r: resp.Body, max: limit + 1, limit: limit, req: req}
 	return resp, nil
 }
 
-// limitedBody reads a response body up to a limit. With limit set, a
-// body longer than limit fails with a *ResponseTooLargeError instead of
-// ending.
+// limitedBody reads a response body up to max bytes, then ends. With
+// limit set (max is then limit+1), a body longer than limit fails with a
+// *ResponseTooLargeError instead of ending.
 type limitedBody struct {
-	r     io.Reader
-	c     io.Closer
-	n     int64
-	limit int64 // 0: end at the reader's limit without an error
+	r     io.ReadCloser
+	n     int64 // bytes read so far
+	max   int64
+	limit int64 // 0: end at max without an error
 	req   *http.Request
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
+	left := b.max - b.n
+	if left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
 	n, err := b.r.Read(p)
 	b.n += int64(n)
 	if b.limit > 0 && b.n > b.limit {
@@ -124,7 +153,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return b.c.Close() }
+func (b *limitedBody) Close() error { return b.r.Close() }
 
 // ResponseTooLargeError is the error of an operation whose answer was
 // larger than any the service can legitimately send (more than n messages'

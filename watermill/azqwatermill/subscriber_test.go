@@ -54,6 +54,22 @@ func newRecording(t *testing.T, mock *clock.Mock) recordingAccount {
 
 // within returns what comes on ch, or fails the test after a generous
 // real-time bound (the subscriber's goroutine does the work).
+// subscribe subscribes to topic with a new Subscriber on a, closed when
+// the test ends.
+func subscribe(t *testing.T, a Account, cfg SubscriberConfig, topic string) <-chan *message.Message {
+	t.Helper()
+	sub, err := NewSubscriber(a, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	msgs, err := sub.Subscribe(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
 func within[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
@@ -84,15 +100,7 @@ func TestLeaseIsRenewedWhileTheHandlerRuns(t *testing.T) {
 	mock := clock.NewMock()
 	a := newRecording(t, mock)
 	publish(t, a, "jobs", message.NewMessage("m1", []byte("slow work")))
-	sub, err := NewSubscriber(a, SubscriberConfig{VisibilityTimeout: 10 * time.Second}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	msgs, err := sub.Subscribe(context.Background(), "jobs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := subscribe(t, a, SubscriberConfig{VisibilityTimeout: 10 * time.Second}, "jobs")
 	m := within(t, msgs, "message")
 	for range 3 { // 15 s held: three renewals, past the 10 s lease
 		mock.Add(5 * time.Second)
@@ -115,15 +123,7 @@ func TestNackMakesTheMessageVisibleAfterNackDelay(t *testing.T) {
 	mock := clock.NewMock()
 	a := newRecording(t, mock)
 	publish(t, a, "jobs", message.NewMessage("m1", []byte("x")))
-	sub, err := NewSubscriber(a, SubscriberConfig{NackDelay: time.Minute}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	msgs, err := sub.Subscribe(context.Background(), "jobs")
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := subscribe(t, a, SubscriberConfig{NackDelay: time.Minute}, "jobs")
 	within(t, msgs, "message").Nack()
 	if u := within(t, a.q.updates, "nack"); u.err != nil || u.visibility != time.Minute {
 		t.Fatalf("nack: visibility %v, error %v; want a minute", u.visibility, u.err)
@@ -205,15 +205,7 @@ func TestPlainMessageIsDeliveredWithItsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := NewSubscriber(ServiceAccount(svc), SubscriberConfig{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
-	msgs, err := sub.Subscribe(context.Background(), "plain")
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := subscribe(t, ServiceAccount(svc), SubscriberConfig{}, "plain")
 	m := within(t, msgs, "message")
 	m.Ack()
 	if string(m.Payload) != "hello from a shell script" || m.UUID != put.ID.String() || len(m.Metadata) != 0 {

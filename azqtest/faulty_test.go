@@ -96,16 +96,20 @@ func TestFaultyQueueErrorsAreAzures(t *testing.T) {
 	}
 }
 
+// networkFailures are the network results of a rule, each with the error
+// the SDK returns for it.
+var networkFailures = []struct {
+	nw   faults.Network
+	want error
+}{
+	{faults.NetworkClose, io.EOF},
+	{faults.NetworkReset, syscall.ECONNRESET},
+	{faults.NetworkTruncate, io.ErrUnexpectedEOF},
+}
+
 // Failed connections are the transport errors the SDK returns.
 func TestFaultyQueueNetworkErrors(t *testing.T) {
-	for _, tc := range []struct {
-		nw   faults.Network
-		want error
-	}{
-		{faults.NetworkClose, io.EOF},
-		{faults.NetworkReset, syscall.ECONNRESET},
-		{faults.NetworkTruncate, io.ErrUnexpectedEOF},
-	} {
+	for _, tc := range networkFailures {
 		fq, q, _, _ := newFaulty(t, faults.Rule{When: faults.When{Operations: []string{"PutMessage"}}, Then: faults.Then{Network: tc.nw}})
 		_, err := fq.Put(context.Background(), "x", nil)
 		var ue *url.Error
@@ -123,14 +127,7 @@ func TestFaultyQueueNetworkErrors(t *testing.T) {
 // same targets.
 func TestAzureAdapterNetworkErrorsMatch(t *testing.T) {
 	srv, aq := newAdapterOnServer(t)
-	for _, tc := range []struct {
-		nw   faults.Network
-		want error
-	}{
-		{faults.NetworkClose, io.EOF},
-		{faults.NetworkReset, syscall.ECONNRESET},
-		{faults.NetworkTruncate, io.ErrUnexpectedEOF},
-	} {
+	for _, tc := range networkFailures {
 		srv.Faults.Clear()
 		srv.Faults.Add(faults.Rule{When: faults.When{Operations: []string{"PutMessage"}}, Then: faults.Then{Network: tc.nw}})
 		if _, err := aq.Put(context.Background(), "x", nil); !errors.Is(err, tc.want) {

@@ -183,3 +183,43 @@ func TestHelpNamesTheFormatDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeQuickstart runs README.md's simulator command, go run
+// ./cmd/azqsim examples/sim/quickstart.json, from a fresh directory: it
+// prints duplicates, latency, queue depth and storage transactions with
+// their cost, and writes the time series and plots under
+// azqsim-out/quickstart/, where no -out is given.
+func TestReadmeQuickstart(t *testing.T) {
+	scenario, err := filepath.Abs("../../examples/sim/quickstart.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Chdir(wd); err != nil {
+			t.Fatal(err)
+		}
+	})
+	out, _, err := runCmd(t, "-q", scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"azqsim: quickstart", "duplicate deliveries", "latency, put to delete", "queue depth: max",
+		"storage transactions at", "USD", "every message is accounted for"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	for _, name := range []string{"report.txt", "timeseries.csv", "depth.png", "latency.png", "transactions.png"} {
+		if _, err := os.Stat(filepath.Join(dir, "azqsim-out", "quickstart", name)); err != nil {
+			t.Error(err)
+		}
+	}
+}

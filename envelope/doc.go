@@ -6,16 +6,18 @@
 // An Azure queue message is only text; the abstractions above it carry a
 // body and string metadata. An envelope is a JSON object, version 1:
 //
-//		{"azqenvelope":1,"id":"4f1c…","metadata":{"k":"v"},"body":"hello"}
+//	{"azqenvelope":1,"id":"4f1c…","metadata":{"k":"v"},"body":"hello"}
 //
-//	  - "azqenvelope" is the version, the integer 1. It marks the text as an
-//	    envelope; a text without it is not one.
-//	  - "id" (optional) is the producer's message ID, such as a Watermill
-//	    message's UUID.
-//	  - "metadata" (optional) is an object of string values.
-//	  - "body" (optional) is the body as a JSON string when the body is valid
-//	    UTF-8, or "body64" its standard, padded base64 encoding when it is
-//	    not; never both.
+// Its members:
+//
+//   - "azqenvelope" is the version, the integer 1. It marks the text as an
+//     envelope; a text without it is not one.
+//   - "id" (optional) is the producer's message ID, such as a Watermill
+//     message's UUID.
+//   - "metadata" (optional) is an object of string values.
+//   - "body" (optional) is the body as a JSON string when the body is valid
+//     UTF-8, or "body64" its standard, padded base64 encoding when it is
+//     not; never both.
 //
 // Encode writes the members in that order, metadata sorted by name, and
 // escapes every control character, U+FFFE and U+FFFF, so that the text is

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/azqlib/azq/envelope"
+	"github.com/azqlib/azq/faults"
 )
 
 // docFiles are the Markdown files a reader is sent to: README.md and every
@@ -97,6 +100,49 @@ func TestDocLinksResolve(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no relative links found")
 	}
+}
+
+// TestDocJSONExamples checks the JSON that the docs show as input to azq:
+// docs/faults.md's rules file is one that azqd's -faults accepts
+// (faults.Parse, which refuses unknown fields), and docs/pubsub.md's
+// envelope is one that the drivers read, with the metadata and body it
+// shows.
+func TestDocJSONExamples(t *testing.T) {
+	rules := jsonBlocks(t, "docs/faults.md")
+	if len(rules) != 1 {
+		t.Fatalf("docs/faults.md has %d JSON blocks, want the rules file alone", len(rules))
+	}
+	cfg, err := faults.Parse([]byte(rules[0]))
+	if err != nil {
+		t.Errorf("docs/faults.md's rules file: %v", err)
+	} else if len(cfg.Rules) != 3 || cfg.Throttle == nil {
+		t.Errorf("docs/faults.md's rules file gave %d rules and throttle %v, want 3 rules and a throttle", len(cfg.Rules), cfg.Throttle)
+	}
+	envs := jsonBlocks(t, "docs/pubsub.md")
+	if len(envs) != 1 {
+		t.Fatalf("docs/pubsub.md has %d JSON blocks, want the envelope alone", len(envs))
+	}
+	env, err := envelope.Decode(strings.TrimSpace(envs[0]))
+	if err != nil {
+		t.Fatalf("docs/pubsub.md's envelope: %v", err)
+	}
+	if env.Metadata["type"] != "order.created" || string(env.Body) != `{"total":9.5}` {
+		t.Errorf("docs/pubsub.md's envelope decodes to metadata %v, body %q", env.Metadata, env.Body)
+	}
+}
+
+// jsonBlocks returns the bodies of the ```json blocks of a Markdown file.
+func jsonBlocks(t *testing.T, file string) []string {
+	t.Helper()
+	md, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(string(md), -1) {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 type link struct {

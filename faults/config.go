@@ -68,6 +68,7 @@ type (
 		MaxDelay string `json:"max_delay,omitempty"`
 		Applied  bool   `json:"applied,omitempty"`
 	}
+	// throttleJSON has Throttle's fields, so that each converts to the other.
 	throttleJSON struct {
 		QueueMessagesPerSecond   float64 `json:"queue_messages_per_second,omitempty"`
 		AccountRequestsPerSecond float64 `json:"account_requests_per_second,omitempty"`
@@ -118,7 +119,7 @@ func Parse(data []byte) (Config, error) {
 		if err := decodeStrict(cj.Throttle, &tj); err != nil {
 			return Config{}, jsonError("throttle", cj.Throttle, err)
 		}
-		t := Throttle{QueueMessagesPerSecond: tj.QueueMessagesPerSecond, AccountRequestsPerSecond: tj.AccountRequestsPerSecond}
+		t := Throttle(tj)
 		if err := t.Validate(); err != nil {
 			return Config{}, within("throttle", err)
 		}
@@ -183,7 +184,10 @@ func ParseRule(data []byte) (Rule, error) {
 }
 
 // MarshalJSON writes r in the form ParseRule reads.
-func (r Rule) MarshalJSON() ([]byte, error) {
+func (r Rule) MarshalJSON() ([]byte, error) { return json.Marshal(r.toJSON()) }
+
+// toJSON is r in the form ParseRule reads.
+func (r *Rule) toJSON() ruleJSON {
 	rj := ruleJSON{Name: r.Name}
 	w, t := r.When, r.Then
 	rj.When = whenJSON{Operations: w.Operations, Queue: w.Queue, Account: w.Account, Every: w.Every, Probability: w.Probability, Times: w.Times}
@@ -196,7 +200,7 @@ func (r Rule) MarshalJSON() ([]byte, error) {
 	rj.When.After, rj.When.For = formatDuration(w.After), formatDuration(w.For)
 	rj.Then = thenJSON{Error: t.Error, Status: t.Status, Message: t.Message, Reason: string(t.Reason), Network: string(t.Network),
 		Delay: formatDuration(t.Delay), MaxDelay: formatDuration(t.MaxDelay), Applied: t.Applied}
-	return json.Marshal(rj)
+	return rj
 }
 
 // UnmarshalJSON reads r as ParseRule does.
@@ -321,7 +325,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		cj.Rules = append(cj.Rules, b)
 	}
 	if c.Throttle != nil {
-		b, err := json.Marshal(throttleJSON{QueueMessagesPerSecond: c.Throttle.QueueMessagesPerSecond, AccountRequestsPerSecond: c.Throttle.AccountRequestsPerSecond})
+		b, err := json.Marshal(throttleJSON(*c.Throttle))
 		if err != nil {
 			return nil, err
 		}
@@ -348,18 +352,11 @@ func (s Status) MarshalJSON() ([]byte, error) {
 		Throttled int64         `json:"throttled"`
 	}{Seed: s.Seed, Rules: []ruleView{}, Throttled: s.Throttled}
 	for _, rs := range s.Rules {
-		b, err := rs.Rule.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		var rj ruleJSON
-		if err := json.Unmarshal(b, &rj); err != nil {
-			return nil, err
-		}
-		v.Rules = append(v.Rules, ruleView{ruleJSON: rj, Added: rs.Added.UTC(), Matches: rs.Matches, Hits: rs.Hits, Exhausted: rs.Exhausted})
+		v.Rules = append(v.Rules, ruleView{ruleJSON: rs.Rule.toJSON(), Added: rs.Added.UTC(), Matches: rs.Matches, Hits: rs.Hits, Exhausted: rs.Exhausted})
 	}
 	if s.Throttle != nil {
-		v.Throttle = &throttleJSON{QueueMessagesPerSecond: s.Throttle.QueueMessagesPerSecond, AccountRequestsPerSecond: s.Throttle.AccountRequestsPerSecond}
+		tj := throttleJSON(*s.Throttle)
+		v.Throttle = &tj
 	}
 	return json.Marshal(v)
 }

@@ -163,3 +163,66 @@ func TestAddChecksRules(t *testing.T) {
 		t.Fatalf("throttle: %v", err)
 	}
 }
+
+// Status's JSON, as the admin endpoint shows it, carries each rule in the
+// rules file's form beside its counters, and the throttle in its form.
+func TestStatusJSON(t *testing.T) {
+	rules := []Rule{
+		{Name: "busy-puts", When: When{Operations: []string{"PutMessage"}, Queue: "orders-*", Every: 3, Times: 1},
+			Then: Then{Error: "ServerBusy", Reason: ReasonOperations}},
+		{Name: "lost-delete", When: When{Operations: []string{"DeleteMessage"}, Probability: 0.1, After: time.Minute, For: 10 * time.Minute},
+			Then: Then{Applied: true, Network: NetworkReset, Delay: 20 * time.Millisecond, MaxDelay: 80 * time.Millisecond}},
+	}
+	in, err := New(Options{Config: Config{Seed: 7, Rules: rules, Throttle: &AzureTargets}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		in.Decide(put)
+	}
+	b, err := json.Marshal(in.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Seed      uint64
+		Rules     []map[string]json.RawMessage
+		Throttle  json.RawMessage
+		Throttled int64
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Seed != 7 || got.Throttled != 0 || len(got.Rules) != len(rules) {
+		t.Fatalf("status %s", b)
+	}
+	for i, fields := range got.Rules {
+		counters := map[string]string{}
+		for _, k := range []string{"added", "matches", "hits", "exhausted"} {
+			counters[k] = string(fields[k])
+			delete(fields, k)
+		}
+		want := map[string]string{"matches": "3", "hits": "1", "exhausted": "true"}
+		if i == 1 {
+			want = map[string]string{"matches": "0", "hits": "0", "exhausted": ""}
+		}
+		if counters["added"] == "" {
+			t.Errorf("rules[%d] has no added time: %s", i, b)
+		}
+		delete(counters, "added")
+		if !reflect.DeepEqual(counters, want) {
+			t.Errorf("rules[%d] counters %v, want %v", i, counters, want)
+		}
+		rb, err := json.Marshal(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := ParseRule(rb); err != nil || !reflect.DeepEqual(r, rules[i]) {
+			t.Errorf("rules[%d] reads back as %+v (%v), want %+v", i, r, err, rules[i])
+		}
+	}
+	c, err := Parse([]byte(`{"rules": [], "throttle": ` + string(got.Throttle) + `}`))
+	if err != nil || !reflect.DeepEqual(c.Throttle, &AzureTargets) {
+		t.Fatalf("throttle %s reads back as %+v (%v)", got.Throttle, c.Throttle, err)
+	}
+}

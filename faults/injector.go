@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -297,7 +298,7 @@ func (st *ruleState) fires(r Request, now time.Time) bool {
 	if w.Times > 0 && st.hits >= int64(w.Times) {
 		return false
 	}
-	if len(w.Operations) > 0 && !containsString(w.Operations, r.Operation) {
+	if len(w.Operations) > 0 && !slices.Contains(w.Operations, r.Operation) {
 		return false
 	}
 	if w.Account != "" && w.Account != r.Account {
@@ -338,15 +339,6 @@ func (st *ruleState) fires(r Request, now time.Time) bool {
 	}
 	st.hits++
 	return true
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Sleep waits d on the real clock, or until ctx is done, and returns

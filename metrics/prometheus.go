@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -41,19 +42,11 @@ func (r *Recorder) WritePrometheus(ctx context.Context, w io.Writer) error {
 	}
 
 	r.mu.RLock()
-	ops := make([]string, 0, len(r.latency))
-	for op := range r.latency {
-		ops = append(ops, op)
-	}
-	hists := make(map[string]*histogram, len(r.latency))
-	for op, h := range r.latency {
-		hists[op] = h
-	}
+	hists := maps.Clone(r.latency)
 	injectors := slices.Clone(r.injectors)
 	r.mu.RUnlock()
-	slices.Sort(ops)
 	p.family("azq_request_duration_seconds", "histogram", "Time from a request's arrival to its answer, by operation.")
-	for _, op := range ops {
+	for _, op := range slices.Sorted(maps.Keys(hists)) {
 		h := hists[op]
 		var cum int64
 		for i, le := range latencyBuckets {

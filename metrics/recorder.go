@@ -1,9 +1,11 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,7 +172,7 @@ func (r *Recorder) Snapshot() Snapshot {
 		s.Requests = append(s.Requests, RequestCount{k.account, k.operation, k.outcome, c.Load()})
 	}
 	slices.SortFunc(s.Requests, func(a, b RequestCount) int {
-		return compareStrings(a.Account+"\x00"+a.Operation+"\x00"+string(a.Outcome), b.Account+"\x00"+b.Operation+"\x00"+string(b.Outcome))
+		return cmp.Or(strings.Compare(a.Account, b.Account), strings.Compare(a.Operation, b.Operation), strings.Compare(string(a.Outcome), string(b.Outcome)))
 	})
 	s.MessagesPut = queueCounts(r.put)
 	s.MessagesDeleted = queueCounts(r.deleted)
@@ -182,18 +184,10 @@ func queueCounts(m map[queueKey]*atomic.Int64) []QueueCount {
 	for k, c := range m {
 		out = append(out, QueueCount{k.account, k.queue, c.Load()})
 	}
-	slices.SortFunc(out, func(a, b QueueCount) int { return compareStrings(a.Account+"\x00"+a.Queue, b.Account+"\x00"+b.Queue) })
+	slices.SortFunc(out, func(a, b QueueCount) int {
+		return cmp.Or(strings.Compare(a.Account, b.Account), strings.Compare(a.Queue, b.Queue))
+	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // queueGauge is one queue's figures at a scrape.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,6 +194,45 @@ func TestSnapshotCounts(t *testing.T) {
 	}
 	if len(s.MessagesPut) != 1 || s.MessagesPut[0] != (metrics.QueueCount{Account: "a", Queue: "q", Count: 3}) {
 		t.Fatalf("put %+v", s.MessagesPut)
+	}
+}
+
+// A Snapshot lists its counts in a stable order: by account, then
+// operation, then outcome; queues by account, then queue.
+func TestSnapshotOrder(t *testing.T) {
+	r := metrics.NewRecorder()
+	for _, o := range []metrics.Observation{
+		{Account: "b", Queue: "q", Operation: "PutMessage", Outcome: metrics.Success},
+		{Account: "a", Queue: "z", Operation: "PutMessage", Outcome: metrics.Success},
+		{Account: "a", Queue: "q", Operation: "PutMessage", Outcome: metrics.ServerError},
+		{Account: "a", Queue: "q", Operation: "DeleteMessage", Outcome: metrics.Success},
+		{Account: "a", Queue: "q", Operation: "PutMessage", Outcome: metrics.ClientError},
+		{Account: "ab", Queue: "q", Operation: "ClearMessages", Outcome: metrics.Success},
+	} {
+		r.Observe(o)
+	}
+	s := r.Snapshot()
+	var got []string
+	for _, c := range s.Requests {
+		got = append(got, c.Account+" "+c.Operation+" "+string(c.Outcome))
+	}
+	want := []string{
+		"a DeleteMessage success",
+		"a PutMessage client_error",
+		"a PutMessage server_error",
+		"a PutMessage success",
+		"ab ClearMessages success",
+		"b PutMessage success",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests in the order\n%q\nwant\n%q", got, want)
+	}
+	got = nil
+	for _, c := range s.MessagesPut {
+		got = append(got, c.Account+"/"+c.Queue)
+	}
+	if want := []string{"a/z", "b/q"}; !slices.Equal(got, want) {
+		t.Errorf("queues in the order %q, want %q", got, want)
 	}
 }
 

@@ -64,20 +64,28 @@ func (a Account) ConnectionString(queueEndpoint string) string {
 // pads and allocates afresh, and every signed request needs a MAC.
 type signingKey struct {
 	raw  []byte
-	macs sync.Pool // of hash.Hash, hmac.New(sha256.New, raw)
+	macs sync.Pool // of *keyedMAC
+}
+
+// keyedMAC is an HMAC-SHA256 state with room for its sum: a sum on the
+// stack would escape through the hash.Hash interface, an allocation per
+// signed request.
+type keyedMAC struct {
+	hash.Hash
+	sum [sha256.Size]byte
 }
 
 // mac returns an HMAC-SHA256 state keyed with k, ready for input; give it
 // back with putMAC.
-func (k *signingKey) mac() hash.Hash {
-	if h, ok := k.macs.Get().(hash.Hash); ok {
-		h.Reset()
-		return h
+func (k *signingKey) mac() *keyedMAC {
+	if m, ok := k.macs.Get().(*keyedMAC); ok {
+		m.Reset()
+		return m
 	}
-	return hmac.New(sha256.New, k.raw)
+	return &keyedMAC{Hash: hmac.New(sha256.New, k.raw)}
 }
 
-func (k *signingKey) putMAC(h hash.Hash) { k.macs.Put(h) }
+func (k *signingKey) putMAC(m *keyedMAC) { k.macs.Put(m) }
 
 // keyBytes returns the decoded account keys. Keys that are not valid
 // base64 are skipped: a misconfigured key must make signatures fail, not
@@ -113,16 +121,15 @@ func signatureMatches(keys []*signingKey, candidates []string, sig string) bool 
 // signatureMatchesBytes reports whether sig is the signature of msg under
 // one of the keys.
 func signatureMatchesBytes(keys []*signingKey, msg []byte, sig string) bool {
-	var sum [sha256.Size]byte
 	var enc [44]byte // base64 of a SHA-256 sum
 	if len(sig) != len(enc) {
 		return false // not a signature; hmac.Equal would say so too
 	}
 	for _, k := range keys {
-		h := k.mac()
-		h.Write(msg)
-		base64.StdEncoding.Encode(enc[:], h.Sum(sum[:0]))
-		k.putMAC(h)
+		m := k.mac()
+		m.Write(msg)
+		base64.StdEncoding.Encode(enc[:], m.Sum(m.sum[:0]))
+		k.putMAC(m)
 		if hmac.Equal(enc[:], []byte(sig)) {
 			return true
 		}

@@ -301,9 +301,13 @@ func (q *request) updateMessage() error {
 	if err != nil {
 		return err
 	}
+	// The time is formatted on the stack, and the two values share one
+	// backing array, as setCommonHeaders's do.
+	var t [len(rfc1123GMT)]byte
+	vals := []string{res.PopReceipt.String(), string(appendHTTPTime(t[:0], res.NextVisibleTime))}
 	h := q.w.Header()
-	h["X-Ms-Popreceipt"] = []string{res.PopReceipt.String()}
-	h["X-Ms-Time-Next-Visible"] = []string{string(appendHTTPTime(nil, res.NextVisibleTime))}
+	h["X-Ms-Popreceipt"] = vals[0:1:1]
+	h["X-Ms-Time-Next-Visible"] = vals[1:2:2]
 	q.writeHeader(http.StatusNoContent)
 	return nil
 }

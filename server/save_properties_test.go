@@ -41,8 +41,9 @@ const someProperties = `<StorageServiceProperties><Logging><Version>1.0</Version
 	`<Cors><CorsRule><AllowedOrigins>https://app.example</AllowedOrigins><AllowedMethods>GET,PUT</AllowedMethods><MaxAgeInSeconds>60</MaxAgeInSeconds><ExposedHeaders>x-ms-*</ExposedHeaders><AllowedHeaders>x-ms-meta-*</AllowedHeaders></CorsRule></Cors></StorageServiceProperties>`
 
 // TestSavedPropertiesComeBack sets service properties on one server,
-// which saves them, and loads them into a second: Get Queue Service
-// Properties answers the same on both, and the CORS rule applies.
+// which saves them, and loads them into a second, which does not save
+// them again: Get Queue Service Properties answers the same on both, and
+// the CORS rule applies.
 func TestSavedPropertiesComeBack(t *testing.T) {
 	var saved savedDocs
 	a := newRawEnv(t, server.Options{SaveProperties: saved.save})
@@ -54,9 +55,14 @@ func TestSavedPropertiesComeBack(t *testing.T) {
 	if doc == nil {
 		t.Fatal("SaveProperties was not called")
 	}
-	b := newRawEnv(t, server.Options{})
+	// Loading what was saved does not save it again.
+	var resaved savedDocs
+	b := newRawEnv(t, server.Options{SaveProperties: resaved.save})
 	if err := b.srv.LoadProperties("devstoreaccount1", doc); err != nil {
 		t.Fatal(err)
+	}
+	if d := resaved.get("devstoreaccount1"); d != nil {
+		t.Fatalf("LoadProperties called SaveProperties with\n%s", d)
 	}
 	if got := b.do(t, "GET", acct+"/?restype=service&comp=properties", "", nil, nil).body; got != want {
 		t.Fatalf("after loading the saved properties:\n%s\nwant\n%s", got, want)

@@ -19,14 +19,21 @@ type adminGuard struct {
 	remote bool
 }
 
-// newAdminGuard allows the Host names of -allow-host and the host of
-// -addr when it is a name.
-func newAdminGuard(cfg *config) *adminGuard {
+// adminHosts are the Host names, besides IP addresses and localhost, that
+// the admin endpoints answer to: those of -allow-host and the host of
+// -addr when it is a name. The guard and the web view, which checks the
+// Host itself, take them from here alike.
+func adminHosts(cfg *config) []string {
 	names := append([]string(nil), cfg.admin.allowHosts...)
 	if host, _, err := net.SplitHostPort(cfg.addr); err == nil && host != "" && net.ParseIP(host) == nil {
 		names = append(names, host)
 	}
-	return &adminGuard{hosts: guard.NewHosts(names...), remote: cfg.admin.remote}
+	return names
+}
+
+// newAdminGuard allows the Host names of adminHosts.
+func newAdminGuard(cfg *config) *adminGuard {
+	return &adminGuard{hosts: guard.NewHosts(adminHosts(cfg)...), remote: cfg.admin.remote}
 }
 
 // refuse answers r and returns true if r may not reach the admin

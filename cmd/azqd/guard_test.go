@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/azqlib/azq/server"
 )
 
 // send makes one request and returns its status and body.
@@ -249,5 +251,26 @@ func TestUIClockIsTheEndpoints(t *testing.T) {
 	again := start(t, "-clock-control", "-data", dir)
 	if now := clockCall(t, "GET", again.base+"/_azq/clock", 200).Now; !now.Equal(want) {
 		t.Fatalf("after a restart the clock is %v, want %v", now, want)
+	}
+}
+
+// The name -addr listens on is allowed through the whole admin surface,
+// the web view included, which checks the Host itself.
+func TestAddrNameReachesTheWebView(t *testing.T) {
+	cfg, _, err := parseArgs([]string{"-addr", "queues.internal:10001", "-ui"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := server.New(server.Options{Accounts: cfg.accounts})
+	t.Cleanup(func() { api.Close() })
+	h := &adminHandler{api: api, version: "test", guard: newAdminGuard(cfg), web: newUI(cfg, api, nil, nil, nil)}
+	for host, want := range map[string]int{"queues.internal:10001": 200, "rebind.evil.example:10001": http.StatusMisdirectedRequest} {
+		r := httptest.NewRequest("GET", "http://"+host+"/_azq/ui/", nil)
+		r.RemoteAddr = "127.0.0.1:40000"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("Host %s: %d, want %d (%s)", host, w.Code, want, w.Body)
+		}
 	}
 }

@@ -186,14 +186,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		admin.metrics = rec.Handler()
 	}
 	if cfg.ui {
-		uiOpts := ui.Options{Clock: clk, Prefix: uiPrefix, Hosts: cfg.admin.allowHosts, Faults: inj}
-		for _, a := range cfg.accounts {
-			uiOpts.Accounts = append(uiOpts.Accounts, ui.Account{Name: a.Name, Service: api.Service(a.Name)})
-		}
-		if ctl != nil {
-			uiOpts.Advance = ctl.advanceUI
-		}
-		admin.web = ui.New(uiOpts)
+		admin.web = newUI(cfg, api, clk, ctl, inj)
 	}
 	hs := &http.Server{
 		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, servesMetricsAtRoot(cfg, rec)),
@@ -303,6 +296,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// newUI returns the web view of -ui: the accounts of api on clk, with the
+// clock buttons of ctl and the rules of inj when they are not nil. It
+// answers the Host names the admin guard lets through (adminHosts).
+func newUI(cfg *config, api *server.Server, clk clock.Clock, ctl *clockControl, inj *faults.Injector) http.Handler {
+	opts := ui.Options{Clock: clk, Prefix: uiPrefix, Hosts: adminHosts(cfg), Faults: inj}
+	for _, a := range cfg.accounts {
+		opts.Accounts = append(opts.Accounts, ui.Account{Name: a.Name, Service: api.Service(a.Name)})
+	}
+	if ctl != nil {
+		opts.Advance = ctl.advanceUI
+	}
+	return ui.New(opts)
 }
 
 // uiPrefix is where -ui serves the web page, beside azqd's other

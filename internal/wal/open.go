@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	iofs "io/fs"
 	"path/filepath"
 	"slices"
@@ -439,9 +438,7 @@ func isLegacyFrame(data []byte) bool {
 	if n == 0 || n > MaxPayload || frameHeaderSize+n > len(data) {
 		return false
 	}
-	crc := crc32.Update(0, castagnoli, data[:4])
-	crc = crc32.Update(crc, castagnoli, data[frameHeaderSize:frameHeaderSize+n])
-	return crc == binary.LittleEndian.Uint32(data[4:])
+	return frameCRC(data, n) == binary.LittleEndian.Uint32(data[4:])
 }
 
 // checkpointDeps reads the header of the checkpoint data, of generation

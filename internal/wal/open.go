@@ -141,9 +141,12 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		if err != nil {
 			return rec, err
 		}
-		deps, err := checkpointDeps(name, data, ckptGen)
+		g, _, deps, _, err := checkpointHeader(name, data)
 		if err != nil {
 			return rec, err
+		}
+		if g != ckptGen {
+			return rec, errGeneration(name, g)
 		}
 		// The checkpoints it depends on first, oldest first.
 		for _, g := range deps {
@@ -165,7 +168,7 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 				return rec, err
 			}
 			if depGen != g {
-				return rec, &CorruptError{File: depName, Offset: 0, Reason: fmt.Sprintf("the header names generation %d", depGen)}
+				return rec, errGeneration(depName, depGen)
 			}
 			rec.Dependencies = append(rec.Dependencies, depName)
 		}
@@ -324,7 +327,7 @@ func scanSegment(name string, gen uint64, data []byte, running *LSN, noCheckpoin
 				return s, corrupt(err.Error())
 			}
 			if g != gen {
-				return s, corrupt(fmt.Sprintf("the header names generation %d", g))
+				return s, errGeneration(name, g)
 			}
 			if base != *running {
 				if noCheckpoint {
@@ -439,31 +442,4 @@ func isLegacyFrame(data []byte) bool {
 		return false
 	}
 	return frameCRC(data, n) == binary.LittleEndian.Uint32(data[4:])
-}
-
-// checkpointDeps reads the header of the checkpoint data, of generation
-// gen, and returns the generations it depends on, each older than gen, in
-// increasing order.
-func checkpointDeps(name string, data []byte, gen uint64) ([]uint64, error) {
-	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: 0, Reason: reason} }
-	kind, p, bad := frameAt(data, 0)
-	if bad != "" {
-		return nil, corrupt(bad)
-	}
-	if kind != kindHeader {
-		return nil, corrupt("no checkpoint header")
-	}
-	g, _, deps, err := parseHeader(p, checkpointMagic)
-	if err != nil {
-		return nil, corrupt(err.Error())
-	}
-	if g != gen {
-		return nil, corrupt(fmt.Sprintf("the header names generation %d", g))
-	}
-	for i, d := range deps {
-		if d >= gen || i > 0 && d <= deps[i-1] {
-			return nil, corrupt(fmt.Sprintf("it depends on generation %d, out of order", d))
-		}
-	}
-	return deps, nil
 }

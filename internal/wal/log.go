@@ -425,13 +425,6 @@ func (l *Log) failLocked(err error) {
 	}
 }
 
-// Err returns the log's failure, or nil.
-func (l *Log) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
 // Stats returns the log's counts of writes and syncs since Open (or the
 // last ResetStats).
 func (l *Log) Stats() Stats {

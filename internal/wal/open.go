@@ -32,8 +32,6 @@ type Recovery struct {
 	Gen          uint64   // its generation; 0 if none
 	Dependencies []string // the older checkpoints it depends on
 	Base         LSN      // the last record the checkpoint holds the state of
-	Segments     int      // segments replayed
-	Records      int      // records replayed from them
 	Bytes        int64    // bytes of records frames replayed
 	Last         LSN      // the last record of the log
 	// A torn tail: the file its bytes were moved to, and how many there
@@ -204,7 +202,6 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		if j == 0 && ckptGen == 0 && g > 1 && !s.activated {
 			return rec, &CorruptError{File: CheckpointName(dir, g), Offset: -1, Reason: fmt.Sprintf("missing: the log starts at %s, whose header is unreadable, so the state before it cannot be known", filepath.Base(name))}
 		}
-		rec.Segments++
 		rec.Bytes += s.bytes
 		l.segs = append(l.segs, &segment{gen: g, name: name, size: int64(s.end)})
 		last, lastData, lastIdx = s, data, j

@@ -247,14 +247,23 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 
 // openError maps an error of the log's Open to azq's.
 func openError(dir string, err error) error {
-	var ce *wal.CorruptError
-	if errors.As(err, &ce) {
-		return &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
+	if ce := corruptError(err); ce != nil {
+		return ce
 	}
 	if errors.Is(err, vfs.ErrLocked) {
 		return fmt.Errorf("azq: cannot open %s: %w", dir, err)
 	}
 	return fmt.Errorf("azq: opening %s: %w", dir, err)
+}
+
+// corruptError returns the log's *CorruptError in err as azq's, or nil if
+// err holds none.
+func corruptError(err error) *CorruptError {
+	var ce *wal.CorruptError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	return &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
 }
 
 // CorruptError reports damage in a durable Service's directory that is

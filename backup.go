@@ -104,9 +104,8 @@ func Restore(r io.Reader, opts ...Option) (*Service, error) {
 	}
 	rp := newReplayer(newConfig(opts))
 	if _, _, _, err := wal.ReadCheckpoint("backup", data, rp.checkpointRecord); err != nil {
-		var ce *wal.CorruptError
-		if errors.As(err, &ce) {
-			return nil, &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
+		if ce := corruptError(err); ce != nil {
+			return nil, ce
 		}
 		return nil, err
 	}

@@ -175,11 +175,7 @@ func (d *durable) adoptCopies(qs []*Queue, inc *increment) {
 	for _, q := range qs {
 		q.mu.Lock()
 		if q.wal != nil && !q.closed {
-			for _, cp := range q.wal.copies {
-				if cp.gen != 0 {
-					gens[cp.gen] = true
-				}
-			}
+			q.wal.addGens(gens)
 		}
 		q.mu.Unlock()
 	}

@@ -226,14 +226,12 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 	gens := map[uint64]bool{}
 	for _, rq := range r.queues {
 		for i := range rq.copies {
-			if cp := &rq.copies[i]; cp.gen != 0 {
-				if cp.gen == ownCheckpoint {
-					cp.gen = rec.Gen
-				}
-				gens[cp.gen] = true
+			if cp := &rq.copies[i]; cp.gen == ownCheckpoint {
+				cp.gen = rec.Gen
 			}
 		}
-		rq.q.wal = &queueLog{d: d, changed: rq.changed, reset: rq.reset, copies: rq.copies}
+		rq.addGens(gens)
+		rq.q.wal = &queueLog{d: d, chunkHistory: rq.chunkHistory}
 	}
 	d.copyGens = slices.Sorted(maps.Keys(gens))
 	if l := cfg.logger; l != nil {
@@ -249,14 +247,23 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 
 // openError maps an error of the log's Open to azq's.
 func openError(dir string, err error) error {
-	var ce *wal.CorruptError
-	if errors.As(err, &ce) {
-		return &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
+	if ce := corruptError(err); ce != nil {
+		return ce
 	}
 	if errors.Is(err, vfs.ErrLocked) {
 		return fmt.Errorf("azq: cannot open %s: %w", dir, err)
 	}
 	return fmt.Errorf("azq: opening %s: %w", dir, err)
+}
+
+// corruptError returns the log's *CorruptError in err as azq's, or nil if
+// err holds none.
+func corruptError(err error) *CorruptError {
+	var ce *wal.CorruptError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	return &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
 }
 
 // CorruptError reports damage in a durable Service's directory that is
@@ -284,12 +291,16 @@ func (e *CorruptError) Error() string {
 type queueLog struct {
 	d   *durable
 	rec []byte // scratch for encoding a record
+	chunkHistory
+}
 
-	// changed[c] is the LSN of the last record that changed chunk c of the
-	// slot store, reset that of the last one that changed them all (the
-	// creation, Clear); copies[c] is the checkpoint holding chunk c whole,
-	// and as of which LSN (gen 0: none). A chunk not changed since its
-	// copy goes into the next checkpoint as a reference to that copy.
+// chunkHistory is what incremental checkpoints know of a queue's chunks:
+// changed[c] is the LSN of the last record that changed chunk c of the
+// slot store, reset that of the last one that changed them all (the
+// creation, Clear); copies[c] is the checkpoint holding chunk c whole, and
+// as of which LSN (gen 0: none). A chunk not changed since its copy goes
+// into the next checkpoint as a reference to that copy.
+type chunkHistory struct {
 	changed []uint64
 	reset   uint64
 	copies  []chunkCopy
@@ -299,33 +310,42 @@ type queueLog struct {
 type chunkCopy struct{ gen, lsn uint64 }
 
 // touch records that the record lsn changed the chunk of slot.
-func (l *queueLog) touch(slot uint32, lsn uint64) {
+func (h *chunkHistory) touch(slot uint32, lsn uint64) {
 	c := int(slot >> chunkShift)
-	if c >= len(l.changed) {
-		l.changed = append(l.changed, make([]uint64, c+1-len(l.changed))...)
+	if c >= len(h.changed) {
+		h.changed = append(h.changed, make([]uint64, c+1-len(h.changed))...)
 	}
-	l.changed[c] = lsn
+	h.changed[c] = lsn
 }
 
 // copyOf returns the copy of chunk c that an incremental checkpoint can
 // refer to: one no record has changed since it was made.
-func (l *queueLog) copyOf(c uint32) (chunkCopy, bool) {
-	if int(c) >= len(l.copies) || l.copies[c].gen == 0 {
+func (h *chunkHistory) copyOf(c uint32) (chunkCopy, bool) {
+	if int(c) >= len(h.copies) || h.copies[c].gen == 0 {
 		return chunkCopy{}, false
 	}
-	cp := l.copies[c]
-	if l.reset > cp.lsn || int(c) < len(l.changed) && l.changed[c] > cp.lsn {
+	cp := h.copies[c]
+	if h.reset > cp.lsn || int(c) < len(h.changed) && h.changed[c] > cp.lsn {
 		return chunkCopy{}, false
 	}
 	return cp, true
 }
 
-// setCopy records that checkpoint gen holds chunk c whole as of lsn.
-func (l *queueLog) setCopy(c uint32, cp chunkCopy) {
-	if int(c) >= len(l.copies) {
-		l.copies = append(l.copies, make([]chunkCopy, int(c)+1-len(l.copies))...)
+// setCopy records that checkpoint cp.gen holds chunk c whole as of cp.lsn.
+func (h *chunkHistory) setCopy(c uint32, cp chunkCopy) {
+	if int(c) >= len(h.copies) {
+		h.copies = append(h.copies, make([]chunkCopy, int(c)+1-len(h.copies))...)
 	}
-	l.copies[c] = cp
+	h.copies[c] = cp
+}
+
+// addGens adds to gens the checkpoints that hold the copies of the chunks.
+func (h *chunkHistory) addGens(gens map[uint64]bool) {
+	for _, cp := range h.copies {
+		if cp.gen != 0 {
+			gens[cp.gen] = true
+		}
+	}
 }
 
 // wait returns once record lsn is durable (see wal.Log.Wait).

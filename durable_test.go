@@ -3,6 +3,7 @@ package azq
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq/internal/vfs"
+	"github.com/azqlib/azq/internal/wal"
 	"github.com/benbjohnson/clock"
 )
 
@@ -553,5 +555,62 @@ func TestRestoreDir(t *testing.T) {
 	}
 	if _, err := other.List(testDir); err == nil {
 		t.Fatal("RestoreDir of a damaged backup wrote the directory")
+	}
+}
+
+// TestRecoveryReportsATornTail: Open moves a torn log tail aside and says
+// so in RecoveryStats and to the logger (warn), beside what it recovered
+// (info), as WithLogger and RecoveryStats promise.
+func TestRecoveryReportsATornTail(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	s := mustOpen(t, testDir, withFS(mem))
+	q, _, _ := s.CreateQueue(ctx, "queue", nil)
+	for i := 0; i < 10; i++ {
+		if _, err := q.Put(ctx, fmt.Sprint("message ", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crash(t, s)
+	// A frame cut short after the last one: a length and a kind, a
+	// checksum that does not match, and part of a payload.
+	seg := wal.SegmentName(testDir, 1)
+	data, err := mem.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := 0
+	for end+8 <= len(data) {
+		w := binary.LittleEndian.Uint32(data[end:])
+		if k := w >> 24; k < 1 || k > 3 {
+			break
+		}
+		end += 8 + int(w&(1<<24-1))
+	}
+	torn := []byte{100, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef, 'c', 'u', 't'}
+	f, err := mem.OpenRW(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(torn, int64(end)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	var logged safeBuffer
+	logger := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s = mustOpen(t, testDir, withFS(mem), WithLogger(logger))
+	defer s.Close()
+	st, _ := s.DurableState()
+	r := st.Recovery
+	if r.TornFile == "" || r.TornBytes != int64(len(torn)) || r.Messages != 10 || r.Records != 11 || r.LogBytes == 0 {
+		t.Fatalf("RecoveryStats %+v; want the torn tail's file and %d bytes, 10 messages, 11 records", r, len(torn))
+	}
+	if aside, err := mem.ReadFile(r.TornFile); err != nil || !bytes.Equal(aside, torn) {
+		t.Fatalf("the tail moved aside: %q, %v; want %q", aside, err, torn)
+	}
+	out := logged.String()
+	if !strings.Contains(out, "level=INFO msg=\"azq: recovered\"") || !strings.Contains(out, "level=WARN msg=\"azq: moved a torn log tail aside\"") {
+		t.Fatalf("the logger did not report the recovery and the torn tail:\n%s", out)
 	}
 }

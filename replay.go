@@ -84,12 +84,10 @@ type replayQueue struct {
 	// bound is one past the highest slot a Put may name: the store's next
 	// new slot when copied, or past any slot a Put named since.
 	bound uint32
-	// For the next checkpoints (see queueLog): the copies of its chunks
-	// the checkpoint holds or refers to, and the LSNs of the last records
-	// replayed that changed them.
-	copies  []chunkCopy
-	changed []uint64
-	reset   uint64
+	// For the next checkpoints: the copies of its chunks the checkpoint
+	// holds or refers to, and the LSNs of the last records replayed that
+	// changed them.
+	chunkHistory
 }
 
 func newReplayer(cfg config) *replayer {
@@ -119,15 +117,6 @@ func (r *replayer) dependencyRecord(gen uint64, rec []byte) error {
 		r.depIn = false
 	}
 	return nil
-}
-
-// touch records that the log record lsn changed the chunk of slot.
-func (rq *replayQueue) touch(slot uint32, lsn uint64) {
-	c := int(slot >> chunkShift)
-	if c >= len(rq.changed) {
-		rq.changed = append(rq.changed, make([]uint64, c+1-len(rq.changed))...)
-	}
-	rq.changed[c] = lsn
 }
 
 // guard returns the LSN that the checkpoint's copy of slot is as of.
@@ -272,13 +261,6 @@ func (rq *replayQueue) place(d *dec, c uint32) error {
 	return nil
 }
 
-func (rq *replayQueue) setCopy(c uint32, cp chunkCopy) {
-	if int(c) >= len(rq.copies) {
-		rq.copies = append(rq.copies, make([]chunkCopy, int(c)+1-len(rq.copies))...)
-	}
-	rq.copies[c] = cp
-}
-
 // indexLoaded builds the visibility index and the expiry heap of a queue
 // whose messages were placed in their slots, in insertion order, so that
 // the visibility rings hold them as the Puts built them.
@@ -325,7 +307,7 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 		}
 		q := newQueue(name, r.cfg, md)
 		q.qid = qid
-		r.queues[qid] = &replayQueue{q: q, reset: lsn}
+		r.queues[qid] = &replayQueue{q: q, chunkHistory: chunkHistory{reset: lsn}}
 		r.nextQID = qid + 1
 		return nil
 	}

@@ -84,12 +84,15 @@ func (e *Encoder) Close() error {
 // is a *CorruptError: a checkpoint is synced whole before it is used, so
 // it has no torn tail.
 func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen uint64, base LSN, deps []uint64, err error) {
-	off := 0
+	gen, base, deps, off, err := checkpointHeader(name, data)
+	if err != nil {
+		return 0, 0, nil, err
+	}
 	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: int64(off), Reason: reason} }
 	var records uint64
-	for state := 0; ; { // 0: want the header, 1: records, 2: sealed
+	for sealed := false; ; {
 		if off == len(data) {
-			if state != 2 {
+			if !sealed {
 				return 0, 0, nil, corrupt("the checkpoint ends early")
 			}
 			return gen, base, deps, nil
@@ -98,14 +101,7 @@ func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen ui
 		switch {
 		case bad != "":
 			return 0, 0, nil, corrupt(bad)
-		case state == 0 && kind != kindHeader:
-			return 0, 0, nil, corrupt("no checkpoint header")
-		case state == 0:
-			if gen, base, deps, err = parseHeader(p, checkpointMagic); err != nil {
-				return 0, 0, nil, corrupt(err.Error())
-			}
-			state = 1
-		case state == 2:
+		case sealed:
 			return 0, 0, nil, corrupt("data after the seal")
 		case kind == kindRecords:
 			err := forRecords(p, func(rec []byte) error {
@@ -123,12 +119,45 @@ func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen ui
 			if n != records {
 				return 0, 0, nil, corrupt(fmt.Sprintf("the seal counts %d records, the checkpoint holds %d", n, records))
 			}
-			state = 2
+			sealed = true
 		default:
 			return 0, 0, nil, corrupt(fmt.Sprintf("a frame of kind %d out of place", kind))
 		}
 		off += frameHeaderSize + len(p)
 	}
+}
+
+// checkpointHeader reads the header that starts the checkpoint data, the
+// contents of the file name: its generation, base LSN and the generations
+// it depends on (each older than it, in increasing order), and the offset
+// of the frame after it.
+func checkpointHeader(name string, data []byte) (gen uint64, base LSN, deps []uint64, end int, err error) {
+	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: 0, Reason: reason} }
+	if len(data) == 0 {
+		return 0, 0, nil, 0, corrupt("the checkpoint ends early")
+	}
+	kind, p, bad := frameAt(data, 0)
+	if bad != "" {
+		return 0, 0, nil, 0, corrupt(bad)
+	}
+	if kind != kindHeader {
+		return 0, 0, nil, 0, corrupt("no checkpoint header")
+	}
+	if gen, base, deps, err = parseHeader(p, checkpointMagic); err != nil {
+		return 0, 0, nil, 0, corrupt(err.Error())
+	}
+	for i, d := range deps {
+		if d >= gen || i > 0 && d <= deps[i-1] {
+			return 0, 0, nil, 0, corrupt(fmt.Sprintf("it depends on generation %d, out of order", d))
+		}
+	}
+	return gen, base, deps, frameHeaderSize + len(p), nil
+}
+
+// errGeneration reports the file name whose header names generation gen,
+// not the one its name does.
+func errGeneration(name string, gen uint64) error {
+	return &CorruptError{File: name, Offset: 0, Reason: fmt.Sprintf("the header names generation %d", gen)}
 }
 
 // CheckpointWriter writes checkpoint gen of a log: to a temporary file,

@@ -296,6 +296,39 @@ func TestCheckpointDamageIsCorruption(t *testing.T) {
 	}
 }
 
+// TestCheckpointHeaderIsChecked: a checkpoint whose header names another
+// generation than its file, or depends on one not older than itself, is
+// damage at its header.
+func TestCheckpointHeaderIsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gen  uint64
+		deps []uint64
+	}{
+		{"another generation", 7, nil},
+		{"a dependency not older", 2, []uint64{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			l, _, _ := open(t, fs, Options{})
+			appendN(t, l, "a", 10)
+			checkpoint(t, l, "state")
+			mustNil(t, l.Close())
+			rewrite(t, fs, CheckpointName(dir, 2), func(d []byte) []byte {
+				_, base, _, _, err := checkpointHeader("", d)
+				mustNil(t, err)
+				var b bytes.Buffer
+				e := NewEncoder(&b, tc.gen, base, tc.deps...)
+				mustNil(t, e.Append([]byte("state")))
+				mustNil(t, e.Close())
+				return b.Bytes()
+			})
+			_, _, err := Open(dir, Options{FS: fs}, (&replayed{}).replay())
+			wantCorrupt(t, err, CheckpointName(dir, 2), 0)
+		})
+	}
+}
+
 // TestReplayErrorIsCorruption: a record the caller cannot decode is
 // damage at its frame.
 func TestReplayErrorIsCorruption(t *testing.T) {

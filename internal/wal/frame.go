@@ -55,9 +55,14 @@ func endFrame(b []byte, start int, kind byte) {
 // the n bytes after it.
 func endFrameLen(b []byte, start, n int, kind byte) {
 	binary.LittleEndian.PutUint32(b[start:], uint32(n)|uint32(kind)<<24)
-	crc := crc32.Update(0, castagnoli, b[start:start+4])
-	crc = crc32.Update(crc, castagnoli, b[start+frameHeaderSize:start+frameHeaderSize+n])
-	binary.LittleEndian.PutUint32(b[start+4:], crc)
+	binary.LittleEndian.PutUint32(b[start+4:], frameCRC(b[start:], n))
+}
+
+// frameCRC is the checksum of the frame at b whose payload is the n bytes
+// after its header: a CRC-32C of its first word and the payload.
+func frameCRC(b []byte, n int) uint32 {
+	crc := crc32.Update(0, castagnoli, b[:4])
+	return crc32.Update(crc, castagnoli, b[frameHeaderSize:frameHeaderSize+n])
 }
 
 // appendFrame appends a whole frame of kind with payload p.
@@ -144,9 +149,7 @@ func frameAt(data []byte, off int) (kind byte, payload []byte, bad string) {
 	if frameHeaderSize+n > len(rest) {
 		return 0, nil, fmt.Sprintf("a frame of %d bytes runs past the end of the file", n)
 	}
-	crc := crc32.Update(0, castagnoli, rest[:4])
-	crc = crc32.Update(crc, castagnoli, rest[frameHeaderSize:frameHeaderSize+n])
-	if crc != binary.LittleEndian.Uint32(rest[4:]) {
+	if frameCRC(rest, n) != binary.LittleEndian.Uint32(rest[4:]) {
 		return 0, nil, "checksum mismatch"
 	}
 	return kind, rest[frameHeaderSize : frameHeaderSize+n], ""

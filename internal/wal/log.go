@@ -287,6 +287,12 @@ func (l *Log) writeLocked(sync bool) {
 		if d >= 0 {
 			syncs = append(syncs, d)
 		}
+		if p.seal {
+			// Sealed and synced: nothing writes it again. Closed here,
+			// not under mu, which every Append takes.
+			p.seg.f.Close()
+			p.seg.f = nil
+		}
 		if last {
 			lastSync = d >= 0 || len(p.buf) == 0 && !p.seg.dirty
 		}
@@ -316,10 +322,6 @@ func (l *Log) writeLocked(sync bool) {
 	for i := range work {
 		p := &work[i]
 		p.seg.size, p.seg.alloc = p.off, p.alloc
-		if p.seal {
-			p.seg.f.Close()
-			p.seg.f = nil
-		}
 	}
 	l.written = last.upto
 	if lastSync {
@@ -421,13 +423,6 @@ func (l *Log) failLocked(err error) {
 		l.err = err
 		l.notify = true
 	}
-}
-
-// Err returns the log's failure, or nil.
-func (l *Log) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
 }
 
 // Stats returns the log's counts of writes and syncs since Open (or the

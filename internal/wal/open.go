@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	iofs "io/fs"
 	"path/filepath"
 	"slices"
@@ -33,8 +32,6 @@ type Recovery struct {
 	Gen          uint64   // its generation; 0 if none
 	Dependencies []string // the older checkpoints it depends on
 	Base         LSN      // the last record the checkpoint holds the state of
-	Segments     int      // segments replayed
-	Records      int      // records replayed from them
 	Bytes        int64    // bytes of records frames replayed
 	Last         LSN      // the last record of the log
 	// A torn tail: the file its bytes were moved to, and how many there
@@ -142,9 +139,12 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		if err != nil {
 			return rec, err
 		}
-		deps, err := checkpointDeps(name, data, ckptGen)
+		g, _, deps, _, err := checkpointHeader(name, data)
 		if err != nil {
 			return rec, err
+		}
+		if g != ckptGen {
+			return rec, errGeneration(name, g)
 		}
 		// The checkpoints it depends on first, oldest first.
 		for _, g := range deps {
@@ -166,7 +166,7 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 				return rec, err
 			}
 			if depGen != g {
-				return rec, &CorruptError{File: depName, Offset: 0, Reason: fmt.Sprintf("the header names generation %d", depGen)}
+				return rec, errGeneration(depName, depGen)
 			}
 			rec.Dependencies = append(rec.Dependencies, depName)
 		}
@@ -202,7 +202,6 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		if j == 0 && ckptGen == 0 && g > 1 && !s.activated {
 			return rec, &CorruptError{File: CheckpointName(dir, g), Offset: -1, Reason: fmt.Sprintf("missing: the log starts at %s, whose header is unreadable, so the state before it cannot be known", filepath.Base(name))}
 		}
-		rec.Segments++
 		rec.Bytes += s.bytes
 		l.segs = append(l.segs, &segment{gen: g, name: name, size: int64(s.end)})
 		last, lastData, lastIdx = s, data, j
@@ -325,7 +324,7 @@ func scanSegment(name string, gen uint64, data []byte, running *LSN, noCheckpoin
 				return s, corrupt(err.Error())
 			}
 			if g != gen {
-				return s, corrupt(fmt.Sprintf("the header names generation %d", g))
+				return s, errGeneration(name, g)
 			}
 			if base != *running {
 				if noCheckpoint {
@@ -439,34 +438,5 @@ func isLegacyFrame(data []byte) bool {
 	if n == 0 || n > MaxPayload || frameHeaderSize+n > len(data) {
 		return false
 	}
-	crc := crc32.Update(0, castagnoli, data[:4])
-	crc = crc32.Update(crc, castagnoli, data[frameHeaderSize:frameHeaderSize+n])
-	return crc == binary.LittleEndian.Uint32(data[4:])
-}
-
-// checkpointDeps reads the header of the checkpoint data, of generation
-// gen, and returns the generations it depends on, each older than gen, in
-// increasing order.
-func checkpointDeps(name string, data []byte, gen uint64) ([]uint64, error) {
-	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: 0, Reason: reason} }
-	kind, p, bad := frameAt(data, 0)
-	if bad != "" {
-		return nil, corrupt(bad)
-	}
-	if kind != kindHeader {
-		return nil, corrupt("no checkpoint header")
-	}
-	g, _, deps, err := parseHeader(p, checkpointMagic)
-	if err != nil {
-		return nil, corrupt(err.Error())
-	}
-	if g != gen {
-		return nil, corrupt(fmt.Sprintf("the header names generation %d", g))
-	}
-	for i, d := range deps {
-		if d >= gen || i > 0 && d <= deps[i-1] {
-			return nil, corrupt(fmt.Sprintf("it depends on generation %d, out of order", d))
-		}
-	}
-	return deps, nil
+	return frameCRC(data, n) == binary.LittleEndian.Uint32(data[4:])
 }

@@ -285,7 +285,7 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]Message, error) {
 
 // find returns the slot and node that receipt names if it is the current
 // receipt of the message id. q.mu must be held and expired messages purged.
-// It takes pointers because its arguments, 56 bytes in all, would be
+// It takes pointers because its arguments, 48 bytes in all, would be
 // copied through memory at each call.
 func (q *Queue) find(id *MessageID, r *PopReceipt) (uint32, *node, error) {
 	if r.IsZero() {

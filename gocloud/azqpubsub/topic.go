@@ -137,8 +137,6 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 			return errNoQueues
 		}
 	}
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
 	for _, m := range ms {
 		put := &t.put
 		if m.BeforeSend != nil {
@@ -155,12 +153,10 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 				return err
 			}
 		}
-		var err error
-		*buf, err = envelope.Append((*buf)[:0], &envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
+		text, err := envelope.Encode(&envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
 		if err != nil {
 			return err
 		}
-		text := string(*buf)
 		if queues == nil {
 			pm, err := t.queue.Put(ctx, text, put)
 			if err != nil {
@@ -189,9 +185,6 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 	}
 	return nil
 }
-
-// bufPool holds the buffers SendBatch writes envelopes into.
-var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // afterSendAs is the As of a message's AfterSend: the message as each
 // queue took it.

@@ -70,14 +70,11 @@ func (p *Publisher) Publish(topic string, messages ...*message.Message) error {
 		return err
 	}
 	put := &azq.PutOptions{TimeToLive: p.cfg.TimeToLive}
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
 	for _, m := range messages {
-		*buf, err = envelope.Append((*buf)[:0], &envelope.Envelope{ID: m.UUID, Metadata: m.Metadata, Body: m.Payload})
+		text, err := envelope.Encode(&envelope.Envelope{ID: m.UUID, Metadata: m.Metadata, Body: m.Payload})
 		if err != nil {
 			return fmt.Errorf("azqwatermill: publish message %s to %s: %w", m.UUID, topic, err)
 		}
-		text := string(*buf)
 		_, err = q.Put(m.Context(), text, put)
 		if errors.Is(err, azq.ErrQueueNotFound) && !p.cfg.DoNotCreateQueues {
 			p.logger.Debug("Creating the topic's queue", watermill.LogFields{"topic": topic})
@@ -91,9 +88,6 @@ func (p *Publisher) Publish(topic string, messages ...*message.Message) error {
 	}
 	return nil
 }
-
-// bufPool holds the buffers Publish writes envelopes into.
-var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (p *Publisher) queue(topic string) (azq.MessageQueue, error) {
 	if q, ok := p.queues.Load(topic); ok {

@@ -135,6 +135,38 @@ func TestFanoutAddRemove(t *testing.T) {
 	}
 }
 
+// A fan-out message's AfterSend sees the message as each queue took it,
+// in the order of the set; *azq.Message is the first queue's.
+func TestFanoutAfterSendSeesEachQueuesMessage(t *testing.T) {
+	ctx := context.Background()
+	a, b := azq.New(), azq.New()
+	defer a.Close()
+	defer b.Close()
+	var one azq.Message
+	var all []azq.Message
+	m := &driver.Message{Body: []byte("x"), AfterSend: func(as func(any) bool) error {
+		if !as(&one) || !as(&all) {
+			return errors.New("As(*azq.Message) or As(*[]azq.Message) failed")
+		}
+		return nil
+	}}
+	if err := newTopic(nil, NewFanout(a, b), nil).SendBatch(ctx, []*driver.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []*azq.Queue{a, b} {
+		got, err := q.Peek(ctx, 32)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("queue %d holds %v, %v; want the one message", i, got, err)
+		}
+		if len(all) != 2 || all[i].ID != got[0].ID {
+			t.Fatalf("AfterSend's messages = %v; want queue %d's %v at %d", all, i, got[0].ID, i)
+		}
+	}
+	if one.ID != all[0].ID {
+		t.Fatalf("AfterSend's *azq.Message = %v; want the first queue's %v", one.ID, all[0].ID)
+	}
+}
+
 func TestErrorCodes(t *testing.T) {
 	tests := []struct {
 		err  error

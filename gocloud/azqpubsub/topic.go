@@ -131,7 +131,7 @@ func newTopic(q azq.MessageQueue, f *Fanout, opts *TopicOptions) *topic {
 // failure stops the batch; a fan-out message may then be in some queues
 // already, and a retry puts it there again.
 func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
-	var queues []azq.MessageQueue // nil for a one-queue topic
+	queues := []azq.MessageQueue{t.queue}
 	if t.fanout != nil {
 		if queues = t.fanout.snapshot(); len(queues) == 0 {
 			return errNoQueues
@@ -157,25 +157,18 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 		if err != nil {
 			return err
 		}
-		if queues == nil {
-			pm, err := t.queue.Put(ctx, text, put)
-			if err != nil {
-				return err
-			}
-			if m.AfterSend != nil {
-				if err := m.AfterSend(afterSendAs([]azq.Message{pm})); err != nil {
-					return err
-				}
-			}
-			continue
+		var sent []azq.Message // what each queue took, kept for AfterSend only
+		if m.AfterSend != nil {
+			sent = make([]azq.Message, 0, len(queues))
 		}
-		sent := make([]azq.Message, 0, len(queues))
 		for _, q := range queues {
 			pm, err := q.Put(ctx, text, put)
 			if err != nil {
 				return err
 			}
-			sent = append(sent, pm)
+			if m.AfterSend != nil {
+				sent = append(sent, pm)
+			}
 		}
 		if m.AfterSend != nil {
 			if err := m.AfterSend(afterSendAs(sent)); err != nil {

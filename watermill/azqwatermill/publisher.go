@@ -39,6 +39,7 @@ type PublisherConfig struct {
 type Publisher struct {
 	account Account
 	cfg     PublisherConfig
+	put     azq.PutOptions // every message's, from cfg; only read
 	logger  watermill.LoggerAdapter
 	closed  atomic.Bool
 	queues  sync.Map // topic → azq.MessageQueue
@@ -55,7 +56,7 @@ func NewPublisher(account Account, cfg PublisherConfig, logger watermill.LoggerA
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &Publisher{account: account, cfg: cfg, logger: logger}, nil
+	return &Publisher{account: account, cfg: cfg, put: azq.PutOptions{TimeToLive: cfg.TimeToLive}, logger: logger}, nil
 }
 
 // Publish puts the messages, in order, into the topic's queue, each with
@@ -69,17 +70,16 @@ func (p *Publisher) Publish(topic string, messages ...*message.Message) error {
 	if err != nil {
 		return err
 	}
-	put := &azq.PutOptions{TimeToLive: p.cfg.TimeToLive}
 	for _, m := range messages {
 		text, err := envelope.Encode(&envelope.Envelope{ID: m.UUID, Metadata: m.Metadata, Body: m.Payload})
 		if err != nil {
 			return fmt.Errorf("azqwatermill: publish message %s to %s: %w", m.UUID, topic, err)
 		}
-		_, err = q.Put(m.Context(), text, put)
+		_, err = q.Put(m.Context(), text, &p.put)
 		if errors.Is(err, azq.ErrQueueNotFound) && !p.cfg.DoNotCreateQueues {
 			p.logger.Debug("Creating the topic's queue", watermill.LogFields{"topic": topic})
 			if err = p.account.CreateQueue(m.Context(), queueName(topic, p.cfg.QueueName)); err == nil {
-				_, err = q.Put(m.Context(), text, put)
+				_, err = q.Put(m.Context(), text, &p.put)
 			}
 		}
 		if err != nil {

@@ -167,6 +167,34 @@ func TestFanoutAfterSendSeesEachQueuesMessage(t *testing.T) {
 	}
 }
 
+// A subscription or topic on a queue name (as azq:// URLs open) exposes
+// the queue that the name stands for when As is called, and none while
+// no queue has it.
+func TestAsOnANamedQueueIsTheCurrentQueue(t *testing.T) {
+	ctx := context.Background()
+	svc := azq.NewService()
+	defer svc.Close()
+	sub := OpenSubscription(svc.Named("jobs"), nil)
+	defer sub.Shutdown(ctx)
+	topic := OpenTopic(svc.Named("jobs"), nil)
+	defer topic.Shutdown(ctx)
+	var q *azq.Queue
+	if sub.As(&q) || topic.As(&q) {
+		t.Fatal("As(**azq.Queue) succeeded before the queue exists")
+	}
+	created, _, err := svc.CreateQueue(ctx, "jobs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sub.As(&q) || q != created {
+		t.Fatalf("Subscription.As(**azq.Queue) = %p; want the queue created, %p", q, created)
+	}
+	q = nil
+	if !topic.As(&q) || q != created {
+		t.Fatalf("Topic.As(**azq.Queue) = %p; want the queue created, %p", q, created)
+	}
+}
+
 func TestErrorCodes(t *testing.T) {
 	tests := []struct {
 		err  error

@@ -196,3 +196,32 @@ func TestFaultyQueueOperationNames(t *testing.T) {
 		}
 	}
 }
+
+// A delay holds the call back on the real clock, then runs it; a context
+// that ends first ends the call with its error.
+func TestFaultyQueueDelay(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	fq, q, _, _ := newFaulty(t,
+		faults.Rule{Name: "slow-put", When: faults.When{Operations: []string{"PutMessage"}, Times: 1}, Then: faults.Then{Delay: delay}},
+		faults.Rule{Name: "stuck-get", When: faults.When{Operations: []string{"GetMessages"}}, Then: faults.Then{Delay: 10 * time.Minute}},
+	)
+	start := time.Now()
+	if _, err := fq.Put(context.Background(), "late", nil); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < delay {
+		t.Fatalf("the delayed Put took %v, want at least %v", took, delay)
+	}
+	if n, _ := q.ApproximateCount(context.Background()); n != 1 {
+		t.Fatalf("%d messages after the delayed Put, want 1", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), delay)
+	defer cancel()
+	start = time.Now()
+	if _, err := fq.Get(ctx, 1, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get held past its context's end = %v; want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("the Get whose context ended took %v, as long as the delay", took)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -61,14 +62,20 @@ func (e *SyntaxError) Error() string {
 }
 
 // Encode returns the envelope's text. It fails with ErrInvalidUTF8 if the
-// ID or a metadata name or value is not valid UTF-8.
+// ID or a metadata name or value is not valid UTF-8. It allocates the text
+// alone: the envelope is written into a pooled buffer first.
 func Encode(e *Envelope) (string, error) {
-	b, err := Append(make([]byte, 0, encodedSizeHint(e)), e)
-	if err != nil {
+	buf := bufPool.Get().(*[]byte)
+	defer bufPool.Put(buf)
+	var err error
+	if *buf, err = Append((*buf)[:0], e); err != nil {
 		return "", err
 	}
-	return string(b), nil
+	return string(*buf), nil
 }
+
+// bufPool holds the buffers Encode writes envelopes into.
+var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // Append appends the envelope's text to dst, as Encode returns it.
 func Append(dst []byte, e *Envelope) ([]byte, error) {
@@ -122,17 +129,6 @@ func Append(dst []byte, e *Envelope) ([]byte, error) {
 
 // versionText is Version as Encode writes it.
 var versionText = strconv.Itoa(Version)
-
-// encodedSizeHint is the length of the envelope's text when nothing needs
-// escaping: enough for Append to write it without growing dst in the
-// common case.
-func encodedSizeHint(e *Envelope) int {
-	n := len(`{"azqenvelope":1,"id":"","metadata":{},"body":""}`) + len(e.ID) + len(e.Body)
-	for k, v := range e.Metadata {
-		n += len(k) + len(v) + len(`"":"",`)
-	}
-	return n
-}
 
 func appendPair(dst []byte, k, v string) ([]byte, bool) {
 	dst, ok := appendString(dst, k)

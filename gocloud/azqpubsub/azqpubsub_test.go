@@ -135,6 +135,66 @@ func TestFanoutAddRemove(t *testing.T) {
 	}
 }
 
+// A fan-out message's AfterSend sees the message as each queue took it,
+// in the order of the set; *azq.Message is the first queue's.
+func TestFanoutAfterSendSeesEachQueuesMessage(t *testing.T) {
+	ctx := context.Background()
+	a, b := azq.New(), azq.New()
+	defer a.Close()
+	defer b.Close()
+	var one azq.Message
+	var all []azq.Message
+	m := &driver.Message{Body: []byte("x"), AfterSend: func(as func(any) bool) error {
+		if !as(&one) || !as(&all) {
+			return errors.New("As(*azq.Message) or As(*[]azq.Message) failed")
+		}
+		return nil
+	}}
+	if err := newTopic(nil, NewFanout(a, b), nil).SendBatch(ctx, []*driver.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []*azq.Queue{a, b} {
+		got, err := q.Peek(ctx, 32)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("queue %d holds %v, %v; want the one message", i, got, err)
+		}
+		if len(all) != 2 || all[i].ID != got[0].ID {
+			t.Fatalf("AfterSend's messages = %v; want queue %d's %v at %d", all, i, got[0].ID, i)
+		}
+	}
+	if one.ID != all[0].ID {
+		t.Fatalf("AfterSend's *azq.Message = %v; want the first queue's %v", one.ID, all[0].ID)
+	}
+}
+
+// A subscription or topic on a queue name (as azq:// URLs open) exposes
+// the queue that the name stands for when As is called, and none while
+// no queue has it.
+func TestAsOnANamedQueueIsTheCurrentQueue(t *testing.T) {
+	ctx := context.Background()
+	svc := azq.NewService()
+	defer svc.Close()
+	sub := OpenSubscription(svc.Named("jobs"), nil)
+	defer sub.Shutdown(ctx)
+	topic := OpenTopic(svc.Named("jobs"), nil)
+	defer topic.Shutdown(ctx)
+	var q *azq.Queue
+	if sub.As(&q) || topic.As(&q) {
+		t.Fatal("As(**azq.Queue) succeeded before the queue exists")
+	}
+	created, _, err := svc.CreateQueue(ctx, "jobs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sub.As(&q) || q != created {
+		t.Fatalf("Subscription.As(**azq.Queue) = %p; want the queue created, %p", q, created)
+	}
+	q = nil
+	if !topic.As(&q) || q != created {
+		t.Fatalf("Topic.As(**azq.Queue) = %p; want the queue created, %p", q, created)
+	}
+}
+
 func TestErrorCodes(t *testing.T) {
 	tests := []struct {
 		err  error

@@ -38,11 +38,9 @@ var benchQueues = []struct {
 	}},
 	{"azure", func(b *testing.B) azq.MessageQueue {
 		srv := azqtest.NewServer(b)
-		q, _, err := srv.Service.CreateQueue(context.Background(), "bench", nil)
-		if err != nil {
+		if _, _, err := srv.Service.CreateQueue(context.Background(), "bench", nil); err != nil {
 			b.Fatal(err)
 		}
-		_ = q
 		aq, err := azure.NewQueueFromConnectionString(srv.ConnectionString, "bench", nil)
 		if err != nil {
 			b.Fatal(err)

@@ -131,14 +131,12 @@ func newTopic(q azq.MessageQueue, f *Fanout, opts *TopicOptions) *topic {
 // failure stops the batch; a fan-out message may then be in some queues
 // already, and a retry puts it there again.
 func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
-	var queues []azq.MessageQueue // nil for a one-queue topic
+	queues := []azq.MessageQueue{t.queue}
 	if t.fanout != nil {
 		if queues = t.fanout.snapshot(); len(queues) == 0 {
 			return errNoQueues
 		}
 	}
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
 	for _, m := range ms {
 		put := &t.put
 		if m.BeforeSend != nil {
@@ -155,31 +153,22 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 				return err
 			}
 		}
-		var err error
-		*buf, err = envelope.Append((*buf)[:0], &envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
+		text, err := envelope.Encode(&envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
 		if err != nil {
 			return err
 		}
-		text := string(*buf)
-		if queues == nil {
-			pm, err := t.queue.Put(ctx, text, put)
-			if err != nil {
-				return err
-			}
-			if m.AfterSend != nil {
-				if err := m.AfterSend(afterSendAs([]azq.Message{pm})); err != nil {
-					return err
-				}
-			}
-			continue
+		var sent []azq.Message // what each queue took, kept for AfterSend only
+		if m.AfterSend != nil {
+			sent = make([]azq.Message, 0, len(queues))
 		}
-		sent := make([]azq.Message, 0, len(queues))
 		for _, q := range queues {
 			pm, err := q.Put(ctx, text, put)
 			if err != nil {
 				return err
 			}
-			sent = append(sent, pm)
+			if m.AfterSend != nil {
+				sent = append(sent, pm)
+			}
 		}
 		if m.AfterSend != nil {
 			if err := m.AfterSend(afterSendAs(sent)); err != nil {
@@ -189,9 +178,6 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 	}
 	return nil
 }
-
-// bufPool holds the buffers SendBatch writes envelopes into.
-var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // afterSendAs is the As of a message's AfterSend: the message as each
 // queue took it.

@@ -39,6 +39,7 @@ type PublisherConfig struct {
 type Publisher struct {
 	account Account
 	cfg     PublisherConfig
+	put     azq.PutOptions // every message's, from cfg; only read
 	logger  watermill.LoggerAdapter
 	closed  atomic.Bool
 	queues  sync.Map // topic → azq.MessageQueue
@@ -55,7 +56,7 @@ func NewPublisher(account Account, cfg PublisherConfig, logger watermill.LoggerA
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &Publisher{account: account, cfg: cfg, logger: logger}, nil
+	return &Publisher{account: account, cfg: cfg, put: azq.PutOptions{TimeToLive: cfg.TimeToLive}, logger: logger}, nil
 }
 
 // Publish puts the messages, in order, into the topic's queue, each with
@@ -69,20 +70,16 @@ func (p *Publisher) Publish(topic string, messages ...*message.Message) error {
 	if err != nil {
 		return err
 	}
-	put := &azq.PutOptions{TimeToLive: p.cfg.TimeToLive}
-	buf := bufPool.Get().(*[]byte)
-	defer bufPool.Put(buf)
 	for _, m := range messages {
-		*buf, err = envelope.Append((*buf)[:0], &envelope.Envelope{ID: m.UUID, Metadata: m.Metadata, Body: m.Payload})
+		text, err := envelope.Encode(&envelope.Envelope{ID: m.UUID, Metadata: m.Metadata, Body: m.Payload})
 		if err != nil {
 			return fmt.Errorf("azqwatermill: publish message %s to %s: %w", m.UUID, topic, err)
 		}
-		text := string(*buf)
-		_, err = q.Put(m.Context(), text, put)
+		_, err = q.Put(m.Context(), text, &p.put)
 		if errors.Is(err, azq.ErrQueueNotFound) && !p.cfg.DoNotCreateQueues {
 			p.logger.Debug("Creating the topic's queue", watermill.LogFields{"topic": topic})
 			if err = p.account.CreateQueue(m.Context(), queueName(topic, p.cfg.QueueName)); err == nil {
-				_, err = q.Put(m.Context(), text, put)
+				_, err = q.Put(m.Context(), text, &p.put)
 			}
 		}
 		if err != nil {
@@ -91,9 +88,6 @@ func (p *Publisher) Publish(topic string, messages ...*message.Message) error {
 	}
 	return nil
 }
-
-// bufPool holds the buffers Publish writes envelopes into.
-var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (p *Publisher) queue(topic string) (azq.MessageQueue, error) {
 	if q, ok := p.queues.Load(topic); ok {

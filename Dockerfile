@@ -18,10 +18,14 @@
 FROM golang:1.23-alpine AS build
 WORKDIR /src
 # Modules first, so that a source change does not download them again.
+# azqd is a module of its own (cmd/azqd), which replaces the root module
+# with the clone's; GOWORK=off builds it from those two alone.
+ENV GOWORK=off
 COPY go.mod go.sum ./
-RUN go mod download
+COPY cmd/azqd/go.mod cmd/azqd/go.sum ./cmd/azqd/
+RUN cd cmd/azqd && go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/usr/local/bin/azqd ./cmd/azqd
+RUN cd cmd/azqd && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/usr/local/bin/azqd .
 # Azurite's command names, for compose files and test containers written
 # for Azurite's image; both start azqd, which serves queues only.
 RUN ln -s azqd /out/usr/local/bin/azurite-queue && ln -s azqd /out/usr/local/bin/azurite

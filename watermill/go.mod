@@ -6,7 +6,7 @@ replace github.com/azqlib/azq => ../
 
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.1
-	github.com/azqlib/azq v0.0.0-00010101000000-000000000000
+	github.com/azqlib/azq v0.1.0
 	github.com/benbjohnson/clock v1.3.5
 	go.uber.org/goleak v1.3.0
 )

@@ -3,6 +3,8 @@ package azq
 import (
 	"context"
 	"time"
+
+	"github.com/benbjohnson/clock"
 )
 
 // MessageQueue is the queue contract: everything a client can observe of
@@ -64,3 +66,61 @@ type QueueOpener interface {
 
 // Queue is the in-memory back end of the contract.
 var _ MessageQueue = (*Queue)(nil)
+
+// QueueService is the service contract: the named queues of one storage
+// account, as a back end keeps them. *Service keeps them in memory or on
+// disk; package azure keeps them on Azure Queue Storage (or any server of
+// its REST API); other back ends keep them elsewhere. azq's REST server,
+// its metrics and web page, the worker's poison queues and the messaging
+// drivers take a QueueService, so they run unchanged on any back end.
+//
+// Every back end keeps Azure's rules for names, metadata and access
+// policies, and reports errors that match this package's sentinels with
+// errors.Is. Package azqtest checks a back end against this contract.
+type QueueService interface {
+	// Ref returns the queue name of the service, without a request: the
+	// queue need not exist, and until it does every operation on the
+	// QueueRef but Create gives ErrQueueNotFound. Each operation addresses
+	// the queue the name stands for when it runs, so a queue deleted and
+	// created again is followed. A name that breaks Azure's naming rules
+	// gives ErrInvalidQueueName.
+	Ref(name string) (QueueRef, error)
+	// ListQueues returns one page of the service's queues in name order.
+	// NextMarker is opaque: it continues the listing only on the back end
+	// that returned it. A MaxResults outside 1 to 5000 gives ErrOutOfRange,
+	// and a marker the back end did not return gives ErrInvalidMarker.
+	ListQueues(ctx context.Context, opts ListQueuesOptions) (ListQueuesPage, error)
+	// DeleteQueue deletes the queue name and its messages; a queue that
+	// does not exist gives ErrQueueNotFound.
+	DeleteQueue(ctx context.Context, name string) error
+	// Clock returns the clock the service's queues report times on.
+	Clock() clock.Clock
+	// Close releases what the service holds (files, connections). What
+	// Close does to the queues themselves is the back end's: an in-memory
+	// service forgets them, the others keep them.
+	Close() error
+}
+
+// QueueRef is a queue of a QueueService addressed by its name, as a client
+// of Azure's REST API addresses one in every request: the queue contract,
+// and the management of the queue itself (its creation, metadata and
+// stored access policies).
+type QueueRef interface {
+	MessageQueue
+	// Name returns the queue's name.
+	Name() string
+	// Create creates the queue with metadata (nil for none). If the queue
+	// exists with the same metadata, Create returns created false and no
+	// error; with other metadata it gives ErrQueueAlreadyExists. Invalid
+	// metadata gives ErrInvalidMetadata and creates nothing.
+	Create(ctx context.Context, metadata map[string]string) (created bool, err error)
+	// Properties returns the queue's metadata and its approximate message
+	// count.
+	Properties(ctx context.Context) (Properties, error)
+	// SetMetadata replaces the queue's metadata; an empty md clears it.
+	SetMetadata(ctx context.Context, md map[string]string) error
+	// AccessPolicies returns the queue's stored access policies (its ACL).
+	AccessPolicies(ctx context.Context) ([]AccessPolicy, error)
+	// SetAccessPolicies replaces the queue's stored access policies.
+	SetAccessPolicies(ctx context.Context, ps []AccessPolicy) error
+}

@@ -23,11 +23,24 @@ type NamedQueue struct {
 	name string
 }
 
-var _ MessageQueue = NamedQueue{}
+var (
+	_ QueueRef     = NamedQueue{}
+	_ QueueService = (*Service)(nil)
+)
 
 // Named returns the queue name of s, looked up at each operation. It does
 // not check the name or create the queue.
 func (s *Service) Named(name string) NamedQueue { return NamedQueue{svc: s, name: name} }
+
+// Ref returns Named(name) as the service contract's QueueRef, after
+// checking the name: one that breaks Azure's naming rules gives
+// ErrInvalidQueueName.
+func (s *Service) Ref(name string) (QueueRef, error) {
+	if err := ValidateQueueName(name); err != nil {
+		return nil, err
+	}
+	return NamedQueue{svc: s, name: name}, nil
+}
 
 // Name returns the queue's name.
 func (n NamedQueue) Name() string { return n.name }
@@ -124,4 +137,48 @@ func (n NamedQueue) ApproximateCount(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return q.ApproximateCount(ctx)
+}
+
+// Create is Service.CreateQueue of the name.
+func (n NamedQueue) Create(ctx context.Context, metadata map[string]string) (created bool, err error) {
+	_, created, err = n.svc.CreateQueue(ctx, n.name, metadata)
+	return created, err
+}
+
+// Properties is Queue.Properties on the queue the name stands for now.
+func (n NamedQueue) Properties(ctx context.Context) (Properties, error) {
+	q, err := n.Queue()
+	if err != nil {
+		return Properties{}, err
+	}
+	return q.Properties(ctx)
+}
+
+// SetMetadata is Queue.SetMetadata on the queue the name stands for now.
+func (n NamedQueue) SetMetadata(ctx context.Context, md map[string]string) error {
+	q, err := n.Queue()
+	if err != nil {
+		return err
+	}
+	return q.SetMetadata(ctx, md)
+}
+
+// AccessPolicies is Queue.AccessPolicies on the queue the name stands for
+// now.
+func (n NamedQueue) AccessPolicies(ctx context.Context) ([]AccessPolicy, error) {
+	q, err := n.Queue()
+	if err != nil {
+		return nil, err
+	}
+	return q.AccessPolicies(ctx)
+}
+
+// SetAccessPolicies is Queue.SetAccessPolicies on the queue the name
+// stands for now.
+func (n NamedQueue) SetAccessPolicies(ctx context.Context, ps []AccessPolicy) error {
+	q, err := n.Queue()
+	if err != nil {
+		return err
+	}
+	return q.SetAccessPolicies(ctx, ps)
 }

@@ -198,8 +198,9 @@ func (s *Server) Service(account string) *azq.Service {
 }
 
 // Reset empties every account: it deletes every queue and restores the
-// default service properties (no CORS rules, logging and metrics off), as
-// a freshly started server has them. Tests call it between cases for
+// service properties of a new account (no CORS rules, logging and minute
+// metrics off, hour metrics on, as Azure has them), as a freshly started
+// server has them. Tests call it between cases for
 // isolation. Requests served meanwhile see some queues gone and others
 // not yet.
 func (s *Server) Reset(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -181,7 +182,11 @@ func (v *bearerVerifier) verify(token string, a authRequest) string {
 	if len(token) > maxBearerToken {
 		return fmt.Sprintf("The bearer token is longer than %d bytes.", maxBearerToken)
 	}
-	if why := checkAlgorithm(token, len(v.keys) > 0); why != "" {
+	h, why := readHeader(token)
+	if why != "" {
+		return "The bearer token is not a well-formed JSON Web Token: " + why
+	}
+	if why := checkAlgorithm(h, len(v.keys) > 0); why != "" {
 		return "Signature validation failed. " + why
 	}
 	var claims jwt.RegisteredClaims
@@ -214,35 +219,79 @@ func (v *bearerVerifier) verify(token string, a authRequest) string {
 	return checkIssuer(claims.Issuer)
 }
 
-// checkAlgorithm refuses, before any key is looked at, a token that is
-// not signed (alg "none", or no signature) whether or not keys are
-// configured, and, with keys, one whose algorithm is not among
-// signatureAlgorithms. A token whose header cannot be read is left to the
-// parser, which says how it is malformed.
-func checkAlgorithm(token string, keyed bool) string {
+// tokenHeader is what verify reads of a token before the parser does:
+// the algorithm its JOSE header names, and whether it carries a
+// signature. read is false when the token is not three base64url parts,
+// which the parser then reports.
+type tokenHeader struct {
+	read   bool
+	alg    string
+	signed bool
+}
+
+// readHeader reads the token's header, or says why it is malformed: not
+// JSON, JSON but not an object (the parser would take null for an empty
+// header, and its other complaints name Go types), or an object without
+// a string alg.
+func readHeader(token string) (tokenHeader, string) {
 	head, rest, ok := strings.Cut(token, ".")
 	if !ok {
-		return ""
+		return tokenHeader{}, ""
 	}
 	_, sig, ok := strings.Cut(rest, ".")
 	if !ok {
-		return ""
+		return tokenHeader{}, ""
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(head, "="))
 	if err != nil {
-		return ""
+		return tokenHeader{}, ""
+	}
+	if !json.Valid(raw) {
+		return tokenHeader{}, "its header is not JSON."
+	}
+	switch t := bytes.TrimLeft(raw, " \t\r\n"); t[0] {
+	case '{':
+	case 'n':
+		return tokenHeader{}, "its header is JSON null, not an object."
+	case '[':
+		return tokenHeader{}, "its header is a JSON array, not an object."
+	case '"':
+		return tokenHeader{}, "its header is a JSON string, not an object."
+	case 't', 'f':
+		return tokenHeader{}, "its header is a JSON boolean, not an object."
+	default:
+		return tokenHeader{}, "its header is a JSON number, not an object."
 	}
 	var h struct {
-		Alg *string `json:"alg"`
+		Alg json.RawMessage `json:"alg"`
 	}
-	if json.Unmarshal(raw, &h) != nil || h.Alg == nil {
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return tokenHeader{}, "its header is not JSON."
+	}
+	if len(h.Alg) == 0 || string(h.Alg) == "null" {
+		return tokenHeader{}, "its header names no signing algorithm (alg)."
+	}
+	var alg string
+	if json.Unmarshal(h.Alg, &alg) != nil {
+		return tokenHeader{}, "its header's alg is not a string."
+	}
+	return tokenHeader{read: true, alg: alg, signed: sig != ""}, ""
+}
+
+// checkAlgorithm refuses, before any key is looked at, a token that is
+// not signed (alg "none", or no signature) whether or not keys are
+// configured, and, with keys, one whose algorithm is not among
+// signatureAlgorithms. A token whose header readHeader could not read is
+// left to the parser, which says how it is malformed.
+func checkAlgorithm(h tokenHeader, keyed bool) string {
+	if !h.read {
 		return ""
 	}
-	alg := *h.Alg
+	alg := h.alg
 	switch {
 	case strings.EqualFold(alg, "none"):
 		return `The token is unsigned (alg "none"); only signed tokens are accepted.`
-	case sig == "":
+	case !h.signed:
 		return fmt.Sprintf("The token has no signature, though its header names the algorithm %q.", truncate(alg, 32))
 	case slices.Contains(signatureAlgorithms, alg):
 		return ""

@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +304,37 @@ func TestBearerSignature(t *testing.T) {
 				t.Fatalf("details %v, want %q…", d, c.detail)
 			}
 		})
+	}
+}
+
+// TestBearerHeaderNotAnObject: a token whose header is JSON but not an
+// object (null, an array, a number, a string, a boolean), or an object
+// without alg, is refused as malformed, saying what is wrong with its
+// header, with or without keys; never for a key ID it cannot have.
+func TestBearerHeaderNotAnObject(t *testing.T) {
+	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"aud":"https://storage.azure.com"}`))
+	mine := OAuthKey{ID: "k1", Key: &tokenKey.PublicKey}
+	for _, c := range []struct{ header, want string }{
+		{`null`, "its header is JSON null, not an object"},
+		{` null `, "its header is JSON null, not an object"},
+		{`[]`, "its header is a JSON array, not an object"},
+		{`[{"alg":"ES256"}]`, "its header is a JSON array, not an object"},
+		{`1`, "its header is a JSON number, not an object"},
+		{`"ES256"`, "its header is a JSON string, not an object"},
+		{`true`, "its header is a JSON boolean, not an object"},
+		{`{}`, "its header names no signing algorithm (alg)"},
+		{`{"alg":null}`, "its header names no signing algorithm (alg)"},
+		{`{"alg":256}`, "its header's alg is not a string"},
+		{`{"alg":`, "its header is not JSON"},
+	} {
+		tok := base64.RawURLEncoding.EncodeToString([]byte(c.header)) + "." + claims + ".c2ln"
+		for _, keys := range [][]OAuthKey{nil, {mine}} {
+			err := authorize(bearerRequest(tok, opPeekMessages, keys...))
+			wantErr(t, err, "InvalidAuthenticationInfo", 401)
+			want := "The bearer token is not a well-formed JSON Web Token: " + c.want
+			if d := details(err); len(d) != 1 || !strings.HasPrefix(d[0].Value, want) || strings.Contains(d[0].Value, "key ID") {
+				t.Errorf("header %s, %d keys: details %v, want %q…", c.header, len(keys), d, want)
+			}
+		}
 	}
 }

@@ -35,13 +35,24 @@ type OAuthOptions struct {
 	// passes, so tests can mint tokens without a key pair. An unsigned
 	// token (alg "none", or an empty signature) is refused either way.
 	Keys []OAuthKey
+	// AzuriteIssuers also accepts the issuers Azurite's "--oauth basic"
+	// accepts, matched as Azurite matches them, by prefix: any iss that
+	// begins with https://sts.windows.net/, https://sts.chinacloudapi.cn/,
+	// https://sts.microsoftonline.de/ (Azure Germany, closed in 2021) or
+	// https://sts.windows-ppe.net (Entra ID's pre-production), whatever
+	// tenant follows. Tokens minted for tests against Azurite carry such
+	// issuers; azqd sets it for Azurite's command line. Without it only
+	// the issuers of Entra ID's production clouds pass, with a tenant GUID
+	// (see checkIssuer).
+	AzuriteIssuers bool
 }
 
 // bearerVerifier checks bearer tokens for a Server. It is built once by
 // New and only read afterwards, so requests share it without locking.
 type bearerVerifier struct {
-	keys   []OAuthKey
-	parser *jwt.Parser
+	keys    []OAuthKey
+	parser  *jwt.Parser
+	azurite bool // OAuthOptions.AzuriteIssuers
 }
 
 // newBearerVerifier returns nil when OAuth is off.
@@ -49,7 +60,7 @@ func newBearerVerifier(o *OAuthOptions) *bearerVerifier {
 	if o == nil {
 		return nil
 	}
-	v := &bearerVerifier{keys: append([]OAuthKey(nil), o.Keys...)}
+	v := &bearerVerifier{keys: append([]OAuthKey(nil), o.Keys...), azurite: o.AzuriteIssuers}
 	// Claims are checked by checkClaims, against the service clock and
 	// with Azure's error details; the parser only decodes and verifies.
 	opts := []jwt.ParserOption{jwt.WithoutClaimsValidation()}
@@ -216,7 +227,7 @@ func (v *bearerVerifier) verify(token string, a authRequest) string {
 	if why := checkAudience(claims.Audience, a.account.Name); why != "" {
 		return why
 	}
-	return checkIssuer(claims.Issuer)
+	return checkIssuer(claims.Issuer, v.azurite)
 }
 
 // tokenHeader is what verify reads of a token before the parser does:
@@ -381,20 +392,45 @@ func audienceMatches(aud, account string) bool {
 	return false
 }
 
+// azuriteIssuerPrefixes are the issuers Azurite's basic OAuth mode
+// accepts, as prefixes of iss: the public cloud's, China's, the closed
+// Azure Germany's and Entra ID's pre-production service's security token
+// services (Azurite's VALID_ISSUE_PREFIXES).
+var azuriteIssuerPrefixes = []string{
+	"https://sts.windows.net/",
+	"https://sts.microsoftonline.de/",
+	"https://sts.chinacloudapi.cn/",
+	"https://sts.windows-ppe.net",
+}
+
 // checkIssuer accepts the issuers of Entra ID tokens, for any tenant:
 // https://<v1 host>/<tenant>/ and https://<v2 host>/<tenant>/v2.0, where
 // the tenant is the directory's GUID. The server has no directory, so the
-// tenant itself is not checked.
-func checkIssuer(iss string) string {
-	if issuerMatches(iss) {
+// tenant itself is not checked. With azurite it also accepts what
+// Azurite's basic mode does (azuriteIssuerPrefixes).
+func checkIssuer(iss string, azurite bool) string {
+	if issuerMatches(iss) || azurite && azuriteIssuerMatches(iss) {
 		return ""
 	}
 	got := "none"
 	if iss != "" {
 		got = "'" + truncate(iss, 256) + "'"
 	}
-	return "Issuer validation failed. Issuer did not match. The token's issuer is " + got +
+	why := "Issuer validation failed. Issuer did not match. The token's issuer is " + got +
 		"; want a Microsoft Entra ID issuer such as https://sts.windows.net/<tenant ID>/ or https://login.microsoftonline.com/<tenant ID>/v2.0."
+	if !azurite && azuriteIssuerMatches(iss) {
+		why += " Pre-production and retired clouds' issuers are accepted only as Azurite accepts them (azqd --oauth basic)."
+	}
+	return why
+}
+
+func azuriteIssuerMatches(iss string) bool {
+	for _, p := range azuriteIssuerPrefixes {
+		if strings.HasPrefix(iss, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func issuerMatches(iss string) bool {

@@ -338,3 +338,50 @@ func TestBearerHeaderNotAnObject(t *testing.T) {
 		}
 	}
 }
+
+// TestBearerAzuriteIssuers: OAuthOptions.AzuriteIssuers accepts the
+// issuers Azurite's --oauth basic accepts, pre-production and Azure
+// Germany among them, matched by prefix as Azurite matches them (its own
+// test of valid issuers puts a second slash after the prefix); without
+// it only production Entra ID issuers pass, and the refusal of one of
+// Azurite's says where it would pass.
+func TestBearerAzuriteIssuers(t *testing.T) {
+	const ppeTenant = "ab1f708d-50f6-404c-a006-d71b2ac7a606"
+	for _, c := range []struct {
+		iss           string
+		own, azurite  bool
+		ownRefusalTip bool
+	}{
+		{"https://sts.windows-ppe.net/" + ppeTenant + "/", false, true, true},
+		{"https://sts.microsoftonline.de/" + testTenant + "/", false, true, true},
+		{"https://sts.windows.net//" + ppeTenant + "/", false, true, true},
+		{"https://sts.chinacloudapi.cn/not-a-guid/", false, true, true},
+		{"https://sts.windows.net/" + testTenant + "/", true, true, false},
+		{"https://login.microsoftonline.com/" + testTenant + "/v2.0", true, true, false},
+		{"https://sts.chinacloudapi.cn/" + testTenant + "/", true, true, false},
+		{"https://invalidissuer/" + ppeTenant + "/", false, false, false},
+		{"https://sts.windows.net.example.com/" + testTenant + "/", false, false, false},
+		{"http://sts.windows-ppe.net/" + ppeTenant + "/", false, false, false},
+	} {
+		tok := mintToken(t, with(map[string]any{"iss": c.iss}), tokenKey, "")
+		for _, azurite := range []bool{false, true} {
+			a := bearerRequest(tok, opGetQueueMetadata)
+			a.oauth = newBearerVerifier(&OAuthOptions{AzuriteIssuers: azurite})
+			err := authorize(a)
+			if want := map[bool]bool{false: c.own, true: c.azurite}[azurite]; want {
+				if err != nil {
+					t.Errorf("iss %s, AzuriteIssuers %v: refused: %v %v", c.iss, azurite, err, details(err))
+				}
+				continue
+			}
+			wantErr(t, err, "InvalidAuthenticationInfo", 401)
+			d := details(err)
+			if len(d) != 1 || !strings.HasPrefix(d[0].Value, "Issuer validation failed.") {
+				t.Fatalf("iss %s, AzuriteIssuers %v: details %v", c.iss, azurite, d)
+			}
+			if tip := strings.Contains(d[0].Value, "--oauth basic"); tip != (c.ownRefusalTip && !azurite) {
+				t.Errorf("iss %s, AzuriteIssuers %v: the refusal %q names Azurite's mode: %v", c.iss, azurite, d[0].Value, tip)
+			}
+		}
+	}
+}

@@ -93,7 +93,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var oauth *server.OAuthOptions
 	if cfg.oauth {
-		oauth = &server.OAuthOptions{}
+		// Azurite's --oauth basic takes Azurite's issuers, pre-production
+		// ones among them; azqd's own -oauth production Entra ID's only.
+		oauth = &server.OAuthOptions{AzuriteIssuers: cfg.oauthBasic}
 		if cfg.oauthKey != "" {
 			data, err := os.ReadFile(cfg.oauthKey)
 			if err != nil {

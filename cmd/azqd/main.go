@@ -193,6 +193,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hs := &http.Server{
 		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, servesMetricsAtRoot(cfg, rec)),
 		TLSConfig: tlsConfig,
+		// A TLSNextProto that is not nil keeps net/http from offering
+		// HTTP/2: Azure Storage speaks HTTP/1.1 only, so a client meets
+		// here the protocol it meets in production.
+		TLSNextProto: noHTTP2,
 		// Slow and idle clients must not hold connections: a request
 		// (headers and body) has -read-timeout to arrive, its headers at
 		// most 10 s of it, and an idle keep-alive connection is closed
@@ -317,6 +321,10 @@ func newUI(cfg *config, api *server.Server, clk clock.Clock, ctl *clockControl, 
 // uiPrefix is where -ui serves the web page, beside azqd's other
 // endpoints.
 const uiPrefix = "/_azq/ui"
+
+// noHTTP2 is the TLSNextProto of azqd's servers: no protocol besides
+// HTTP/1.1 (net/http's own HTTP/2 among them) may be negotiated.
+var noHTTP2 = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 
 // maxHeaderTimeout bounds the time a client has to send its request
 // headers; writeAllowance is the time to answer beyond -read-timeout.

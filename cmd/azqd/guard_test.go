@@ -231,7 +231,7 @@ func TestUIClockIsTheEndpoints(t *testing.T) {
 		t.Fatalf("advance: %d %s", status, body)
 	}
 	want := before.Add(3 * time.Hour)
-	saved, err := os.ReadFile(filepath.Join(dir, "clock"))
+	saved, err := os.ReadFile(clockFile(dir, "devstoreaccount1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,6 +149,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
+	// On loopback only, every request must name this machine as its
+	// Host (see server.Options.CheckHost); beyond, clients reach azqd by
+	// names it cannot know, a container's service name, as with Azurite.
+	onLoopback := isLoopback(ln.Addr())
 	var rec *metrics.Recorder
 	var observe func(metrics.Observation)
 	if cfg.admin.metrics {
@@ -167,6 +171,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Observe:        observe,
 		PathStyleOnly:  cfg.pathStyleOnly,
 		SaveProperties: saveProperties(cfg),
+		CheckHost:      onLoopback,
+		AllowedHosts:   adminHosts(cfg),
 	})
 	if err := loadProperties(cfg, api, cfg.accounts); err != nil {
 		ln.Close()
@@ -187,11 +193,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		admin.metrics = rec.Handler()
 	}
+	rootMetrics := servesMetricsAtRoot(cfg, rec)
+	if onLoopback {
+		// The metrics name the queues and their depths: on loopback they
+		// take the admin endpoints' guard, Host check included.
+		admin.metrics, rootMetrics = admin.guard.guarded(admin.metrics), admin.guard.guarded(rootMetrics)
+	}
 	if cfg.ui {
 		admin.web = newUI(cfg, api, clk, ctl, inj)
 	}
 	hs := &http.Server{
-		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, servesMetricsAtRoot(cfg, rec)),
+		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, rootMetrics),
 		TLSConfig: tlsConfig,
 		// A TLSNextProto that is not nil keeps net/http from offering
 		// HTTP/2: Azure Storage speaks HTTP/1.1 only, so a client meets

@@ -38,6 +38,28 @@ type process struct {
 // strings; it is stopped at the end of the test if it still runs.
 func startProcess(t *testing.T, args ...string) *process {
 	t.Helper()
+	p := launch(t, args...)
+	p.ready(args)
+	return p
+}
+
+// startProcesses starts several at once, which is quicker on a busy
+// machine than one after the other.
+func startProcesses(t *testing.T, args ...[]string) []*process {
+	t.Helper()
+	ps := make([]*process, len(args))
+	for i, a := range args {
+		ps[i] = launch(t, a...)
+	}
+	for i, p := range ps {
+		p.ready(args[i])
+	}
+	return ps
+}
+
+// launch starts the process without waiting for it to serve.
+func launch(t *testing.T, args ...string) *process {
+	t.Helper()
 	p := &process{t: t, lines: make(chan string, 64)}
 	p.cmd = exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	p.cmd.Env = append(os.Environ(), runAsAzqd+"=1")
@@ -62,6 +84,13 @@ func startProcess(t *testing.T, args ...string) *process {
 		}
 		close(p.lines)
 	}()
+	return p
+}
+
+// ready waits until the process has printed its connection strings.
+func (p *process) ready(args []string) {
+	t := p.t
+	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
 		select {
@@ -74,7 +103,7 @@ func startProcess(t *testing.T, args ...string) *process {
 				p.base = rest
 			}
 			if _, conn, ok := strings.Cut(l, ": "); ok && strings.HasPrefix(conn, "DefaultEndpointsProtocol=") {
-				return p
+				return
 			}
 		case <-deadline:
 			t.Fatalf("azqd %q printed no connection string: %s", args, p.stderr.String())
@@ -82,17 +111,22 @@ func startProcess(t *testing.T, args ...string) *process {
 	}
 }
 
-// stop stops the process with SIGTERM, as a terminal or a container
-// engine does, and waits for it to exit cleanly.
-func (p *process) stop() {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		p.t.Fatal(err)
+// stopProcesses stops the processes with SIGTERM, as a terminal or a
+// container engine does, all at once, and waits for each to exit
+// cleanly.
+func stopProcesses(t *testing.T, ps ...*process) {
+	t.Helper()
+	for _, p := range ps {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for range p.lines {
-	}
-	if err := p.cmd.Wait(); err != nil {
-		p.t.Fatalf("azqd exited with %v: %s", err, p.stderr.String())
+	for _, p := range ps {
+		for range p.lines {
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("azqd exited with %v: %s", err, p.stderr.String())
+		}
 	}
 }
 
@@ -105,8 +139,10 @@ func (p *process) stop() {
 func TestTwoProcessesOneDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	const key = "a2V5MQ=="
-	alpha := startProcess(t, "-data", dir, "-clock-control", "-account", "alpha:"+key)
-	beta := startProcess(t, "-data", dir, "-clock-control", "-account", "beta:"+key)
+	alphaArgs := []string{"-data", dir, "-clock-control", "-account", "alpha:" + key}
+	betaArgs := []string{"-data", dir, "-clock-control", "-account", "beta:" + key}
+	ps := startProcesses(t, alphaArgs, betaArgs)
+	alpha, beta := ps[0], ps[1]
 
 	alpha0 := clockCall(t, "GET", alpha.base+"/_azq/clock", 200).Now
 	beta0 := clockCall(t, "GET", beta.base+"/_azq/clock", 200).Now
@@ -114,23 +150,21 @@ func TestTwoProcessesOneDataDirectory(t *testing.T) {
 	clockCall(t, "POST", beta.base+"/_azq/clock/advance?by=1h", 200)
 
 	// alpha is taken: a second process for it stops at once.
-	again := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-data", dir, "-clock-control", "-account", "alpha:"+key)
+	again := exec.Command(os.Args[0], append([]string{"-addr", "127.0.0.1:0"}, alphaArgs...)...)
 	again.Env = append(os.Environ(), runAsAzqd+"=1")
 	out, err := again.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), filepath.Join(dir, "alpha")+" is locked: another process") {
 		t.Fatalf("a second azqd for alpha: %v\n%s", err, out)
 	}
 
-	alpha.stop()
-	beta.stop()
-	alpha = startProcess(t, "-data", dir, "-clock-control", "-account", "alpha:"+key)
+	stopProcesses(t, alpha, beta)
+	ps = startProcesses(t, alphaArgs, betaArgs)
+	alpha, beta = ps[0], ps[1]
 	if now := clockCall(t, "GET", alpha.base+"/_azq/clock", 200).Now; !now.Equal(alpha0.Add(24 * time.Hour)) {
 		t.Errorf("alpha resumed at %v, want %v, 24 hours after it started", now, alpha0.Add(24*time.Hour))
 	}
-	beta = startProcess(t, "-data", dir, "-clock-control", "-account", "beta:"+key)
 	if now := clockCall(t, "GET", beta.base+"/_azq/clock", 200).Now; !now.Equal(beta0.Add(time.Hour)) {
 		t.Errorf("beta resumed at %v, want %v, an hour after it started", now, beta0.Add(time.Hour))
 	}
-	alpha.stop()
-	beta.stop()
+	stopProcesses(t, alpha, beta)
 }

@@ -114,7 +114,9 @@ func savedClock(dataDir string, accounts []server.Account) (latest time.Time, fo
 		}
 		names = append(names, name)
 	}
-	if shared {
+	if fi, err := os.Stat(sharedClockFile(dataDir)); shared && err == nil && fi.Mode().IsRegular() {
+		// (Not a directory: that is the queues of an account named
+		// "clock".)
 		names = append(names, sharedClockFile(dataDir))
 	}
 	for _, name := range names {

@@ -188,6 +188,20 @@ func TestDataClockPerAccount(t *testing.T) {
 	if want := at("2031-01-01T00:00:00Z"); !now.Equal(want) {
 		t.Fatalf("beta resumed at %v, want %v", now, want)
 	}
+	// An account named clock has its queues where the shared clock was;
+	// a directory is no clock, when the account has none of its own (it
+	// was served without -clock-control).
+	dir = t.TempDir()
+	_, services = open("clock")
+	closeAll(services)
+	if err := os.Remove(clockFile(dir, "clock")); err != nil {
+		t.Fatal(err)
+	}
+	now, services = open("clock")
+	closeAll(services)
+	if !now.Equal(read("clock")) {
+		t.Fatalf("the account clock resumed at %v, saved %v", now, read("clock"))
+	}
 }
 
 // TestDataLogsToTheStorageLogger: the durable Services of -data log to

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -34,13 +35,24 @@ type OAuthOptions struct {
 	// passes, so tests can mint tokens without a key pair. An unsigned
 	// token (alg "none", or an empty signature) is refused either way.
 	Keys []OAuthKey
+	// AzuriteIssuers also accepts the issuers Azurite's "--oauth basic"
+	// accepts, matched as Azurite matches them, by prefix: any iss that
+	// begins with https://sts.windows.net/, https://sts.chinacloudapi.cn/,
+	// https://sts.microsoftonline.de/ (Azure Germany, closed in 2021) or
+	// https://sts.windows-ppe.net (Entra ID's pre-production), whatever
+	// tenant follows. Tokens minted for tests against Azurite carry such
+	// issuers; azqd sets it for Azurite's command line. Without it only
+	// the issuers of Entra ID's production clouds pass, with a tenant GUID
+	// (see checkIssuer).
+	AzuriteIssuers bool
 }
 
 // bearerVerifier checks bearer tokens for a Server. It is built once by
 // New and only read afterwards, so requests share it without locking.
 type bearerVerifier struct {
-	keys   []OAuthKey
-	parser *jwt.Parser
+	keys    []OAuthKey
+	parser  *jwt.Parser
+	azurite bool // OAuthOptions.AzuriteIssuers
 }
 
 // newBearerVerifier returns nil when OAuth is off.
@@ -48,7 +60,7 @@ func newBearerVerifier(o *OAuthOptions) *bearerVerifier {
 	if o == nil {
 		return nil
 	}
-	v := &bearerVerifier{keys: append([]OAuthKey(nil), o.Keys...)}
+	v := &bearerVerifier{keys: append([]OAuthKey(nil), o.Keys...), azurite: o.AzuriteIssuers}
 	// Claims are checked by checkClaims, against the service clock and
 	// with Azure's error details; the parser only decodes and verifies.
 	opts := []jwt.ParserOption{jwt.WithoutClaimsValidation()}
@@ -181,7 +193,11 @@ func (v *bearerVerifier) verify(token string, a authRequest) string {
 	if len(token) > maxBearerToken {
 		return fmt.Sprintf("The bearer token is longer than %d bytes.", maxBearerToken)
 	}
-	if why := checkAlgorithm(token, len(v.keys) > 0); why != "" {
+	h, why := readHeader(token)
+	if why != "" {
+		return "The bearer token is not a well-formed JSON Web Token: " + why
+	}
+	if why := checkAlgorithm(h, len(v.keys) > 0); why != "" {
 		return "Signature validation failed. " + why
 	}
 	var claims jwt.RegisteredClaims
@@ -211,38 +227,82 @@ func (v *bearerVerifier) verify(token string, a authRequest) string {
 	if why := checkAudience(claims.Audience, a.account.Name); why != "" {
 		return why
 	}
-	return checkIssuer(claims.Issuer)
+	return checkIssuer(claims.Issuer, v.azurite)
+}
+
+// tokenHeader is what verify reads of a token before the parser does:
+// the algorithm its JOSE header names, and whether it carries a
+// signature. read is false when the token is not three base64url parts,
+// which the parser then reports.
+type tokenHeader struct {
+	read   bool
+	alg    string
+	signed bool
+}
+
+// readHeader reads the token's header, or says why it is malformed: not
+// JSON, JSON but not an object (the parser would take null for an empty
+// header, and its other complaints name Go types), or an object without
+// a string alg.
+func readHeader(token string) (tokenHeader, string) {
+	head, rest, ok := strings.Cut(token, ".")
+	if !ok {
+		return tokenHeader{}, ""
+	}
+	_, sig, ok := strings.Cut(rest, ".")
+	if !ok {
+		return tokenHeader{}, ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(head, "="))
+	if err != nil {
+		return tokenHeader{}, ""
+	}
+	if !json.Valid(raw) {
+		return tokenHeader{}, "its header is not JSON."
+	}
+	switch t := bytes.TrimLeft(raw, " \t\r\n"); t[0] {
+	case '{':
+	case 'n':
+		return tokenHeader{}, "its header is JSON null, not an object."
+	case '[':
+		return tokenHeader{}, "its header is a JSON array, not an object."
+	case '"':
+		return tokenHeader{}, "its header is a JSON string, not an object."
+	case 't', 'f':
+		return tokenHeader{}, "its header is a JSON boolean, not an object."
+	default:
+		return tokenHeader{}, "its header is a JSON number, not an object."
+	}
+	var h struct {
+		Alg json.RawMessage `json:"alg"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return tokenHeader{}, "its header is not JSON."
+	}
+	if len(h.Alg) == 0 || string(h.Alg) == "null" {
+		return tokenHeader{}, "its header names no signing algorithm (alg)."
+	}
+	var alg string
+	if json.Unmarshal(h.Alg, &alg) != nil {
+		return tokenHeader{}, "its header's alg is not a string."
+	}
+	return tokenHeader{read: true, alg: alg, signed: sig != ""}, ""
 }
 
 // checkAlgorithm refuses, before any key is looked at, a token that is
 // not signed (alg "none", or no signature) whether or not keys are
 // configured, and, with keys, one whose algorithm is not among
-// signatureAlgorithms. A token whose header cannot be read is left to the
-// parser, which says how it is malformed.
-func checkAlgorithm(token string, keyed bool) string {
-	head, rest, ok := strings.Cut(token, ".")
-	if !ok {
+// signatureAlgorithms. A token whose header readHeader could not read is
+// left to the parser, which says how it is malformed.
+func checkAlgorithm(h tokenHeader, keyed bool) string {
+	if !h.read {
 		return ""
 	}
-	_, sig, ok := strings.Cut(rest, ".")
-	if !ok {
-		return ""
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(head, "="))
-	if err != nil {
-		return ""
-	}
-	var h struct {
-		Alg *string `json:"alg"`
-	}
-	if json.Unmarshal(raw, &h) != nil || h.Alg == nil {
-		return ""
-	}
-	alg := *h.Alg
+	alg := h.alg
 	switch {
 	case strings.EqualFold(alg, "none"):
 		return `The token is unsigned (alg "none"); only signed tokens are accepted.`
-	case sig == "":
+	case !h.signed:
 		return fmt.Sprintf("The token has no signature, though its header names the algorithm %q.", truncate(alg, 32))
 	case slices.Contains(signatureAlgorithms, alg):
 		return ""
@@ -332,20 +392,45 @@ func audienceMatches(aud, account string) bool {
 	return false
 }
 
+// azuriteIssuerPrefixes are the issuers Azurite's basic OAuth mode
+// accepts, as prefixes of iss: the public cloud's, China's, the closed
+// Azure Germany's and Entra ID's pre-production service's security token
+// services (Azurite's VALID_ISSUE_PREFIXES).
+var azuriteIssuerPrefixes = []string{
+	"https://sts.windows.net/",
+	"https://sts.microsoftonline.de/",
+	"https://sts.chinacloudapi.cn/",
+	"https://sts.windows-ppe.net",
+}
+
 // checkIssuer accepts the issuers of Entra ID tokens, for any tenant:
 // https://<v1 host>/<tenant>/ and https://<v2 host>/<tenant>/v2.0, where
 // the tenant is the directory's GUID. The server has no directory, so the
-// tenant itself is not checked.
-func checkIssuer(iss string) string {
-	if issuerMatches(iss) {
+// tenant itself is not checked. With azurite it also accepts what
+// Azurite's basic mode does (azuriteIssuerPrefixes).
+func checkIssuer(iss string, azurite bool) string {
+	if issuerMatches(iss) || azurite && azuriteIssuerMatches(iss) {
 		return ""
 	}
 	got := "none"
 	if iss != "" {
 		got = "'" + truncate(iss, 256) + "'"
 	}
-	return "Issuer validation failed. Issuer did not match. The token's issuer is " + got +
+	why := "Issuer validation failed. Issuer did not match. The token's issuer is " + got +
 		"; want a Microsoft Entra ID issuer such as https://sts.windows.net/<tenant ID>/ or https://login.microsoftonline.com/<tenant ID>/v2.0."
+	if !azurite && azuriteIssuerMatches(iss) {
+		why += " Pre-production and retired clouds' issuers are accepted only as Azurite accepts them (azqd --oauth basic)."
+	}
+	return why
+}
+
+func azuriteIssuerMatches(iss string) bool {
+	for _, p := range azuriteIssuerPrefixes {
+		if strings.HasPrefix(iss, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func issuerMatches(iss string) bool {

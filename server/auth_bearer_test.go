@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +304,84 @@ func TestBearerSignature(t *testing.T) {
 				t.Fatalf("details %v, want %q…", d, c.detail)
 			}
 		})
+	}
+}
+
+// TestBearerHeaderNotAnObject: a token whose header is JSON but not an
+// object (null, an array, a number, a string, a boolean), or an object
+// without alg, is refused as malformed, saying what is wrong with its
+// header, with or without keys; never for a key ID it cannot have.
+func TestBearerHeaderNotAnObject(t *testing.T) {
+	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"aud":"https://storage.azure.com"}`))
+	mine := OAuthKey{ID: "k1", Key: &tokenKey.PublicKey}
+	for _, c := range []struct{ header, want string }{
+		{`null`, "its header is JSON null, not an object"},
+		{` null `, "its header is JSON null, not an object"},
+		{`[]`, "its header is a JSON array, not an object"},
+		{`[{"alg":"ES256"}]`, "its header is a JSON array, not an object"},
+		{`1`, "its header is a JSON number, not an object"},
+		{`"ES256"`, "its header is a JSON string, not an object"},
+		{`true`, "its header is a JSON boolean, not an object"},
+		{`{}`, "its header names no signing algorithm (alg)"},
+		{`{"alg":null}`, "its header names no signing algorithm (alg)"},
+		{`{"alg":256}`, "its header's alg is not a string"},
+		{`{"alg":`, "its header is not JSON"},
+	} {
+		tok := base64.RawURLEncoding.EncodeToString([]byte(c.header)) + "." + claims + ".c2ln"
+		for _, keys := range [][]OAuthKey{nil, {mine}} {
+			err := authorize(bearerRequest(tok, opPeekMessages, keys...))
+			wantErr(t, err, "InvalidAuthenticationInfo", 401)
+			want := "The bearer token is not a well-formed JSON Web Token: " + c.want
+			if d := details(err); len(d) != 1 || !strings.HasPrefix(d[0].Value, want) || strings.Contains(d[0].Value, "key ID") {
+				t.Errorf("header %s, %d keys: details %v, want %q…", c.header, len(keys), d, want)
+			}
+		}
+	}
+}
+
+// TestBearerAzuriteIssuers: OAuthOptions.AzuriteIssuers accepts the
+// issuers Azurite's --oauth basic accepts, pre-production and Azure
+// Germany among them, matched by prefix as Azurite matches them (its own
+// test of valid issuers puts a second slash after the prefix); without
+// it only production Entra ID issuers pass, and the refusal of one of
+// Azurite's says where it would pass.
+func TestBearerAzuriteIssuers(t *testing.T) {
+	const ppeTenant = "ab1f708d-50f6-404c-a006-d71b2ac7a606"
+	for _, c := range []struct {
+		iss           string
+		own, azurite  bool
+		ownRefusalTip bool
+	}{
+		{"https://sts.windows-ppe.net/" + ppeTenant + "/", false, true, true},
+		{"https://sts.microsoftonline.de/" + testTenant + "/", false, true, true},
+		{"https://sts.windows.net//" + ppeTenant + "/", false, true, true},
+		{"https://sts.chinacloudapi.cn/not-a-guid/", false, true, true},
+		{"https://sts.windows.net/" + testTenant + "/", true, true, false},
+		{"https://login.microsoftonline.com/" + testTenant + "/v2.0", true, true, false},
+		{"https://sts.chinacloudapi.cn/" + testTenant + "/", true, true, false},
+		{"https://invalidissuer/" + ppeTenant + "/", false, false, false},
+		{"https://sts.windows.net.example.com/" + testTenant + "/", false, false, false},
+		{"http://sts.windows-ppe.net/" + ppeTenant + "/", false, false, false},
+	} {
+		tok := mintToken(t, with(map[string]any{"iss": c.iss}), tokenKey, "")
+		for _, azurite := range []bool{false, true} {
+			a := bearerRequest(tok, opGetQueueMetadata)
+			a.oauth = newBearerVerifier(&OAuthOptions{AzuriteIssuers: azurite})
+			err := authorize(a)
+			if want := map[bool]bool{false: c.own, true: c.azurite}[azurite]; want {
+				if err != nil {
+					t.Errorf("iss %s, AzuriteIssuers %v: refused: %v %v", c.iss, azurite, err, details(err))
+				}
+				continue
+			}
+			wantErr(t, err, "InvalidAuthenticationInfo", 401)
+			d := details(err)
+			if len(d) != 1 || !strings.HasPrefix(d[0].Value, "Issuer validation failed.") {
+				t.Fatalf("iss %s, AzuriteIssuers %v: details %v", c.iss, azurite, d)
+			}
+			if tip := strings.Contains(d[0].Value, "--oauth basic"); tip != (c.ownRefusalTip && !azurite) {
+				t.Errorf("iss %s, AzuriteIssuers %v: the refusal %q names Azurite's mode: %v", c.iss, azurite, d[0].Value, tip)
+			}
+		}
 	}
 }

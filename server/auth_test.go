@@ -410,8 +410,8 @@ func TestSDKSASEndToEnd(t *testing.T) {
 	qc, _ := azqueue.NewQueueClientWithNoCredential(srv.URL+"/devstoreaccount1/myqueue?"+qsas.Encode(), noRetry())
 	want := map[operation]string{
 		opGetQueueMetadata: "", opPutMessage: "", opGetMessages: "", opPeekMessages: "", opUpdateMessage: "", opDeleteMessage: "",
-		opCreateQueue: "AuthorizationPermissionMismatch", opDeleteQueue: "AuthorizationPermissionMismatch",
-		opSetQueueMetadata: "AuthorizationPermissionMismatch", opClearMessages: "AuthorizationPermissionMismatch",
+		opCreateQueue: "AuthorizationFailure", opDeleteQueue: "AuthorizationFailure",
+		opSetQueueMetadata: "AuthorizationFailure", opClearMessages: "AuthorizationFailure",
 		opGetQueueACL: "AuthorizationFailure", opSetQueueACL: "AuthorizationFailure",
 	}
 	for op, err := range exerciseQueue(ctx, qc) {
@@ -583,8 +583,10 @@ func TestServiceSAS(t *testing.T) {
 		{name: "ip range mismatch", query: queueSAS(t, with(func(v *sas.QueueSignatureValues) {
 			v.IPRange = sas.IPRange{Start: []byte{192, 0, 2, 11}, End: []byte{192, 0, 2, 20}}
 		}), developmentAccountKey), op: opPeekMessages, code: "AuthorizationSourceIPMismatch", status: 403},
-		{name: "create queue", query: valid, op: opCreateQueue, code: "AuthorizationPermissionMismatch", status: 403},
-		{name: "clear", query: valid, op: opClearMessages, code: "AuthorizationPermissionMismatch", status: 403},
+		{name: "create queue", query: valid, op: opCreateQueue, code: "AuthorizationFailure", status: 403},
+		{name: "delete queue", query: valid, op: opDeleteQueue, code: "AuthorizationFailure", status: 403},
+		{name: "set metadata", query: valid, op: opSetQueueMetadata, code: "AuthorizationFailure", status: 403},
+		{name: "clear", query: valid, op: opClearMessages, code: "AuthorizationFailure", status: 403},
 		{name: "acl", query: valid, op: opSetQueueACL, code: "AuthorizationFailure", status: 403},
 		{name: "secondary read", query: valid, op: opPeekMessages, mod: func(a *authRequest) { a.secondary = true }},
 		{name: "secondary write", query: valid, op: opPutMessage, mod: func(a *authRequest) { a.secondary = true }, code: "InsufficientAccountPermissions", status: 403},

@@ -16,7 +16,8 @@ import (
 // TestJavaScriptSDK drives the server with the newest JavaScript SDK,
 // @azure/storage-queue (pinned in testdata/jssdk/package.json), through
 // testdata/jssdk/sdk.mjs: queues, messages, stale receipts, service
-// properties, a service SAS, the secondary endpoint and its statistics.
+// properties, stored access policies, a service SAS, the secondary
+// endpoint and its statistics.
 // It needs node and the SDK, which .ci/run installs (npm ci in
 // testdata/jssdk); under CI a missing SDK fails the test instead of
 // skipping it.
@@ -29,7 +30,7 @@ func TestJavaScriptSDK(t *testing.T) {
 		OK      bool     `json:"ok"`
 		Checked []string `json:"checked"`
 	}
-	if err := json.Unmarshal(out, &res); err != nil || !res.OK || len(res.Checked) != 8 {
+	if err := json.Unmarshal(out, &res); err != nil || !res.OK || len(res.Checked) != 9 {
 		t.Fatalf("sdk.mjs reported %s (%v)", out, err)
 	}
 }

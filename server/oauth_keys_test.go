@@ -238,6 +238,8 @@ func FuzzBearerToken(f *testing.F) {
 		"eyJhbGciOiJub25lIn0.eyJleHAiOjQxMDI0NDQ4MDB9.",
 		"eyJhbGciOiJIUzI1NiJ9.e30.c2ln",
 		"a.b.c", "..", "", strings.Repeat("A.", 40),
+		"bnVsbA.e30.c2ln", // a header of JSON null
+		"W10.e30.c2ln",    // []
 	} {
 		f.Add("Bearer " + s)
 	}
@@ -261,7 +263,37 @@ func FuzzBearerToken(f *testing.F) {
 					t.Fatalf("accepted a token no configured key signed: %q", header)
 				}
 				checkAuthResult(t, err)
+				if !headerNamesAlg(header) {
+					// A key ID is looked up only for a header that
+					// is an object naming an algorithm.
+					for _, d := range details(err) {
+						if strings.Contains(d.Value, "key ID") {
+							t.Fatalf("token %q, whose header names no algorithm, refused with %q", header, d.Value)
+						}
+					}
+				}
 			}
 		}
 	})
+}
+
+// headerNamesAlg reports whether the Authorization value's token has a
+// header that decodes to a JSON object with a string alg.
+func headerNamesAlg(authorization string) bool {
+	_, token, _ := strings.Cut(strings.TrimSpace(authorization), " ")
+	head, _, _ := strings.Cut(strings.TrimSpace(token), ".")
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(head, "="))
+	if err != nil {
+		return false
+	}
+	var h any
+	if json.Unmarshal(raw, &h) != nil {
+		return false
+	}
+	m, ok := h.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, ok = m["alg"].(string)
+	return ok
 }

@@ -40,10 +40,13 @@ type metrics struct {
 	retention   retention
 }
 
+// defaultServiceProperties are a new account's, as Azure documents and
+// answers them: logging off, hour metrics on with their APIs and kept 7
+// days, minute metrics off, no CORS rules.
 func defaultServiceProperties() serviceProperties {
 	return serviceProperties{
 		logging: logging{version: "1.0"},
-		hour:    metrics{version: "1.0"},
+		hour:    metrics{version: "1.0", enabled: true, includeAPIs: true, retention: retention{enabled: true, days: 7}},
 		minute:  metrics{version: "1.0"},
 	}
 }
@@ -309,17 +312,19 @@ func (p *serviceProperties) appendXML(b []byte) []byte {
 	} else {
 		b = append(b, "<Cors>"...)
 		for _, r := range p.cors {
-			b = append(b, "<CorsRule><AllowedOrigins>"...)
-			b = appendEscaped(b, r.origins)
-			b = append(b, "</AllowedOrigins><AllowedMethods>"...)
+			// Azure's order, as its answers show it; the REST
+			// reference lists the elements in another.
+			b = append(b, "<CorsRule><AllowedMethods>"...)
 			b = appendEscaped(b, r.methods)
-			b = append(b, "</AllowedMethods><MaxAgeInSeconds>"...)
-			b = strconv.AppendInt(b, int64(r.maxAge), 10)
-			b = append(b, "</MaxAgeInSeconds><ExposedHeaders>"...)
-			b = appendEscaped(b, r.exposed)
-			b = append(b, "</ExposedHeaders><AllowedHeaders>"...)
+			b = append(b, "</AllowedMethods><AllowedOrigins>"...)
+			b = appendEscaped(b, r.origins)
+			b = append(b, "</AllowedOrigins><AllowedHeaders>"...)
 			b = appendEscaped(b, r.headers)
-			b = append(b, "</AllowedHeaders></CorsRule>"...)
+			b = append(b, "</AllowedHeaders><ExposedHeaders>"...)
+			b = appendEscaped(b, r.exposed)
+			b = append(b, "</ExposedHeaders><MaxAgeInSeconds>"...)
+			b = strconv.AppendInt(b, int64(r.maxAge), 10)
+			b = append(b, "</MaxAgeInSeconds></CorsRule>"...)
 		}
 		b = append(b, "</Cors>"...)
 	}

@@ -124,7 +124,14 @@ func (q *request) getQueueACL() error {
 	for _, p := range ps {
 		b.b = append(b.b, "<SignedIdentifier><Id>"...)
 		b.b = appendEscaped(b.b, p.ID)
-		b.b = append(b.b, "</Id><AccessPolicy>"...)
+		b.b = append(b.b, "</Id>"...)
+		if p.Start.IsZero() && p.Expiry.IsZero() && p.Permission == "" {
+			// An identifier without a policy is written as Azure
+			// writes it, with no empty AccessPolicy.
+			b.b = append(b.b, "</SignedIdentifier>"...)
+			continue
+		}
+		b.b = append(b.b, "<AccessPolicy>"...)
 		if !p.Start.IsZero() {
 			b.b = append(b.b, "<Start>"...)
 			b.b = p.Start.UTC().AppendFormat(b.b, aclTimeLayout)

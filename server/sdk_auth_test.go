@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -220,8 +221,8 @@ func TestSDKSASRefusals(t *testing.T) {
 			_, err := svcQueue(sas.IPRange{}).SetAccessPolicy(ctx, &azqueue.SetAccessPolicyOptions{QueueACL: acl})
 			return err
 		}, queueerror.AuthorizationFailure},
-		{"service SAS: create queue", func() error { _, err := svcQueue(sas.IPRange{}).Create(ctx, nil); return err }, queueerror.AuthorizationPermissionMismatch},
-		{"service SAS: delete queue", func() error { _, err := svcQueue(sas.IPRange{}).Delete(ctx, nil); return err }, queueerror.AuthorizationPermissionMismatch},
+		{"service SAS: create queue", func() error { _, err := svcQueue(sas.IPRange{}).Create(ctx, nil); return err }, queueerror.AuthorizationFailure},
+		{"service SAS: delete queue", func() error { _, err := svcQueue(sas.IPRange{}).Delete(ctx, nil); return err }, queueerror.AuthorizationFailure},
 		{"service SAS: list", func() error { _, err := svcOnService.NewListQueuesPager(nil).NextPage(ctx); return err }, queueerror.AuthenticationFailed},
 		{"service SAS: get service properties", func() error { _, err := svcOnService.GetServiceProperties(ctx, nil); return err }, queueerror.AuthenticationFailed},
 		{"service SAS: set service properties", func() error { _, err := svcOnService.SetProperties(ctx, nil); return err }, queueerror.AuthenticationFailed},
@@ -341,8 +342,8 @@ func TestSDKSASOperationCycle(t *testing.T) {
 	}{
 		{"account SAS", admin.NewQueueClient("cycle"), acctQuery, nil},
 		{"service SAS", svcQueue, svcQuery, map[string]queueerror.Code{
-			"set metadata": queueerror.AuthorizationPermissionMismatch,
-			"clear":        queueerror.AuthorizationPermissionMismatch,
+			"set metadata": queueerror.AuthorizationFailure,
+			"clear":        queueerror.AuthorizationFailure,
 		}},
 	}
 	for _, k := range kinds {
@@ -557,6 +558,99 @@ func TestSDKGetSASURLOverTLS(t *testing.T) {
 	// The account SAS grants no write: put is refused after the TLS check.
 	_, err = ac.NewQueueClient("tlsq").EnqueueMessage(ctx, "x", nil)
 	wantCode(t, err, queueerror.AuthorizationPermissionMismatch)
+}
+
+// TestSDKQueueSASCannotManageTheQueue follows the Azure SDK for Go's own
+// TestQueueGetSASURL and TestQueueGetSASURL2, which run against Azure: a
+// queue's GetSASURL client, whatever its permissions, cannot create the
+// queue (403 AuthorizationFailure, Azure's answer), nor delete it, set
+// its metadata or clear it, which no queue SAS permission covers; one
+// without r cannot read the metadata (403 AuthorizationPermissionMismatch:
+// r would allow it). Raw requests get the same codes in Azure's XML.
+func TestSDKQueueSASCannotManageTheQueue(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, server.Options{})
+	ts := httptest.NewTLSServer(e.srv)
+	t.Cleanup(ts.Close)
+	// Each client gets options of its own: the SDK adds its credential's
+	// policy to the options it is given.
+	opts := func() *azqueue.ClientOptions {
+		o := clientOptions()
+		o.Transport = ts.Client()
+		return o
+	}
+	svc, err := azqueue.NewServiceClientWithSharedKeyCredential(ts.URL+"/devstoreaccount1/", e.cred, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc := svc.NewQueueClient("managed")
+	start := time.Now().Add(-5 * time.Minute).UTC()
+	sasClient := func(p sas.QueuePermissions) *azqueue.QueueClient {
+		t.Helper()
+		u, err := qc.GetSASURL(p, time.Now().Add(time.Hour), &azqueue.GetSASURLOptions{StartTime: &start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := azqueue.NewQueueClientWithNoCredential(u, opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	// TestQueueGetSASURL: read and add, before the queue exists.
+	_, err = sasClient(sas.QueuePermissions{Read: true, Add: true}).Create(ctx, &azqueue.CreateOptions{Metadata: map[string]*string{"Foo": to.Ptr("Foovalue")}})
+	wantCode(t, err, queueerror.AuthorizationFailure)
+	wantStatus(t, err, http.StatusForbidden)
+	if _, err := e.srv.Service("devstoreaccount1").Queue("managed"); err == nil {
+		t.Fatal("a refused create made the queue")
+	}
+
+	// TestQueueGetSASURL2: add only cannot read the metadata; every
+	// permission still cannot create the queue.
+	if _, err := qc.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sasClient(sas.QueuePermissions{Add: true}).GetProperties(ctx, nil)
+	wantCode(t, err, queueerror.AuthorizationPermissionMismatch)
+	all := sasClient(sas.QueuePermissions{Read: true, Add: true, Update: true, Process: true})
+	if _, err := all.GetProperties(ctx, nil); err != nil {
+		t.Fatalf("read metadata with r: %v", err)
+	}
+	for name, call := range map[string]func() error{
+		"create":       func() error { _, err := all.Create(ctx, nil); return err },
+		"delete":       func() error { _, err := all.Delete(ctx, nil); return err },
+		"set metadata": func() error { _, err := all.SetMetadata(ctx, nil); return err },
+		"clear":        func() error { _, err := all.ClearMessages(ctx, nil); return err },
+		"get ACL":      func() error { _, err := all.GetAccessPolicy(ctx, nil); return err },
+	} {
+		err := call()
+		if !queueerror.HasCode(err, queueerror.AuthorizationFailure) {
+			t.Errorf("%s with a queue SAS: %v, want AuthorizationFailure", name, err)
+		}
+	}
+	if _, err := qc.GetProperties(ctx, nil); err != nil {
+		t.Fatalf("the queue after the refusals: %v", err)
+	}
+
+	// Raw, the error document names the operation in its detail.
+	u, err := qc.GetSASURL(sas.QueuePermissions{Read: true, Add: true, Update: true, Process: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPut, u, nil)
+	req.Header.Set("x-ms-version", "2020-02-10")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || resp.Header.Get("x-ms-error-code") != "AuthorizationFailure" ||
+		!strings.Contains(string(body), "<Code>AuthorizationFailure</Code><Message>This request is not authorized to perform this operation.") ||
+		!strings.Contains(string(body), "<AuthenticationErrorDetail>CreateQueue cannot be authorized with a service SAS for a queue") {
+		t.Fatalf("raw create with a queue SAS: %d %v\n%s", resp.StatusCode, resp.Header, body)
+	}
 }
 
 // TestSDKCORSOnActualRequests: an actual request carrying Origin gets

@@ -15,6 +15,7 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/internal/guard"
 	azqmetrics "github.com/azqlib/azq/metrics"
 	"github.com/benbjohnson/clock"
 )
@@ -76,6 +77,27 @@ type Options struct {
 	// If it fails, the change is not made and the request fails with 500
 	// InternalError. LoadProperties restores what it saved.
 	SaveProperties func(account string, doc []byte) error
+	// CheckHost refuses every request whose Host header does not name
+	// this machine or a name the server answers to, before anything else
+	// is looked at: 421 Misdirected Request with Azure's error document,
+	// code HostNotAllowed. It lets through IP addresses, localhost and
+	// names under .localhost, the production host names of the served
+	// accounts ({account}.queue.core.windows.net, its -secondary, and
+	// the US Government and China clouds' equivalents, which no one else
+	// can point at this machine), and AllowedHosts.
+	//
+	// It guards a server that listens on loopback against DNS rebinding:
+	// a page in the developer's browser, under a name of its own that it
+	// points at 127.0.0.1, is same-origin to the browser, and with the
+	// public key of the development account (or a SAS made from it)
+	// could read and clear the queues. A server that clients reach by
+	// other names (a container's service name) lists them in
+	// AllowedHosts, or leaves CheckHost off, as Azurite does. azqd turns
+	// it on when it listens on loopback only.
+	CheckHost bool
+	// AllowedHosts are further Host names CheckHost lets through, without
+	// port; case and a trailing dot do not matter.
+	AllowedHosts []string
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
@@ -97,6 +119,7 @@ type Server struct {
 
 	faults  *faults.Injector             // nil: no fault injection
 	observe func(azqmetrics.Observation) // nil: nothing observes
+	hosts   *guard.Hosts                 // Options.CheckHost's; nil: any Host
 }
 
 // accountState is one served account: its credentials, its queues and the
@@ -139,6 +162,9 @@ func New(opts Options) *Server {
 		faults:        opts.Faults,
 		observe:       opts.Observe,
 	}
+	if opts.CheckHost {
+		s.hosts = guard.NewHosts(servedHosts(accts, opts.AllowedHosts)...)
+	}
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
 		svc := opts.Services[a.Name]
@@ -154,6 +180,29 @@ func New(opts Options) *Server {
 		s.accounts[a.Name] = as
 	}
 	return s
+}
+
+// servedHosts are the Host names CheckHost allows besides IP addresses
+// and localhost: the production queue endpoints of the accounts and of
+// their secondaries, and allowed.
+func servedHosts(accounts []Account, allowed []string) []string {
+	names := append([]string(nil), allowed...)
+	for _, a := range accounts {
+		for _, suffix := range queueEndpointSuffixes {
+			names = append(names, a.Name+suffix, a.Name+"-secondary"+suffix)
+		}
+	}
+	return names
+}
+
+// errHostNotAllowed is the answer of CheckHost to a Host it does not
+// allow. The code is azq's own: Azure, reached by its own names only, has
+// none for it.
+func errHostNotAllowed(host string) *azq.Error {
+	return &azq.Error{Code: "HostNotAllowed", StatusCode: http.StatusMisdirectedRequest,
+		Message: "This server does not answer to the Host " + truncate(host, 100) + ": it answers to IP addresses, localhost " +
+			"and the names it serves or is told to allow, so that a page under another name that resolves to this machine " +
+			"cannot reach it. Allow the name with server.Options.AllowedHosts (azqd -allow-host NAME)."}
 }
 
 // LoadProperties sets the service properties of the named account from
@@ -198,8 +247,9 @@ func (s *Server) Service(account string) *azq.Service {
 }
 
 // Reset empties every account: it deletes every queue and restores the
-// default service properties (no CORS rules, logging and metrics off), as
-// a freshly started server has them. Tests call it between cases for
+// service properties of a new account (no CORS rules, logging and minute
+// metrics off, hour metrics on, as Azure has them), as a freshly started
+// server has them. Tests call it between cases for
 // isolation. Requests served meanwhile see some queues gone and others
 // not yet.
 func (s *Server) Reset(ctx context.Context) error {
@@ -362,6 +412,10 @@ func (q *request) logRequest(took time.Duration) {
 }
 
 func (q *request) serve() {
+	if q.s.hosts != nil && !q.s.hosts.Allowed(q.r.Host) {
+		q.fail(errHostNotAllowed(q.r.Host))
+		return
+	}
 	if err := q.resolveAccount(); err != nil {
 		q.fail(err)
 		return

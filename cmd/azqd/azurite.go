@@ -56,14 +56,16 @@ func listenRefused(services []refusedService, maxConnections int) (refusers, err
 	return rs, nil
 }
 
-// start starts serving, with the timeouts and TLS of the queue server
-// qs, which it reads before qs serves. Each server gets its own copy of
-// the TLS configuration, which ServeTLS writes to (its NextProtos).
+// start starts serving, with the timeouts, TLS and protocols of the
+// queue server qs, which it reads before qs serves. Each server gets its
+// own copy of the TLS configuration, which ServeTLS writes to (its
+// NextProtos).
 func (rs refusers) start(qs *http.Server, queue net.Addr) {
 	for _, r := range rs {
 		r.hs = &http.Server{
 			Handler:           refusal(r.name, portOf(queue)),
 			TLSConfig:         qs.TLSConfig.Clone(),
+			TLSNextProto:      qs.TLSNextProto,
 			ReadHeaderTimeout: qs.ReadHeaderTimeout,
 			ReadTimeout:       qs.ReadTimeout,
 			WriteTimeout:      qs.WriteTimeout,

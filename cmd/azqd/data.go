@@ -18,10 +18,10 @@ import (
 // openData opens a durable azq.Service for each account under
 // cfg.dataDir (one directory per account) and reports what it recovered
 // on stdout; the Services log to log (failed checkpoints among it). With
-// -clock-control, the mock clock resumes at the time it was saved at,
-// before the Services open, so that expiry is judged at the emulator's
-// time, and is saved again after every move. Without -data it returns
-// nil: every account is in memory.
+// -clock-control, the mock clock resumes at the time saved for the
+// accounts, before the Services open, so that expiry is judged at the
+// emulator's time, and is saved for each account after every move.
+// Without -data it returns nil: every account is in memory.
 func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger) (map[string]*azq.Service, error) {
 	if cfg.dataDir == "" {
 		return nil, nil
@@ -29,37 +29,22 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger
 	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	var clk clock.Clock
-	if ctl != nil {
-		clockFile := filepath.Join(cfg.dataDir, "clock")
-		if b, err := os.ReadFile(clockFile); err == nil {
-			t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", clockFile, err)
-			}
-			// The same bounds as the clock endpoints: azq's times are
-			// Unix nanoseconds.
-			if t.After(maxClockTime) || t.Before(minClockTime) {
-				return nil, fmt.Errorf("%s: %s is outside the times azq represents, %s to %s", clockFile,
-					t.UTC().Format(time.RFC3339Nano), minClockTime.Format(time.RFC3339Nano), maxClockTime.Format(time.RFC3339Nano))
-			}
-			// The saved time, even if the real clock is later: the
-			// emulator's time stands still between runs as within one.
-			ctl.clk.Set(t)
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		ctl.save = func(t time.Time) error {
-			return writeFileSynced(clockFile, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"))
-		}
-		if err := ctl.save(ctl.clk.Now()); err != nil {
-			return nil, err
-		}
-		clk = ctl.clk
-	}
 	accounts := cfg.accounts
 	if len(accounts) == 0 {
 		accounts = []server.Account{server.DevelopmentAccount()}
+	}
+	var clk clock.Clock
+	if ctl != nil {
+		t, found, err := savedClock(cfg.dataDir, accounts)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			// The saved time, even if the real clock is later: the
+			// emulator's time stands still between runs as within one.
+			ctl.clk.Set(t)
+		}
+		clk = ctl.clk
 	}
 	services := map[string]*azq.Service{}
 	for _, a := range accounts {
@@ -78,7 +63,95 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger
 		fmt.Fprintf(stdout, "azqd: %s: recovered %d queues and %d messages from %s in %v\n",
 			a.Name, st.Recovery.Queues, st.Recovery.Messages, dir, st.Recovery.Duration.Round(time.Microsecond))
 	}
+	if ctl != nil {
+		// Saved only once the Services hold their directories' locks:
+		// an azqd refused an account another one serves must not write
+		// that account's clock.
+		ctl.save = func(t time.Time) error {
+			line := []byte(t.UTC().Format(time.RFC3339Nano) + "\n")
+			for _, a := range accounts {
+				if err := writeFileSynced(clockFile(cfg.dataDir, a.Name), line); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if err := ctl.save(ctl.clk.Now()); err != nil {
+			closeAll(services)
+			return nil, err
+		}
+	}
 	return services, nil
+}
+
+// clockFile is where -data keeps the -clock-control time of an account:
+// beside its directory, as its properties are, so that two azqd serving
+// different accounts from one directory keep a clock each.
+func clockFile(dataDir, account string) string {
+	return filepath.Join(dataDir, account+".clock")
+}
+
+// sharedClockFile is where azqd kept one clock for the whole directory
+// before each account had its own; an account without a clock file of
+// its own resumes from it.
+func sharedClockFile(dataDir string) string {
+	return filepath.Join(dataDir, "clock")
+}
+
+// savedClock is the time the clock resumes at for accounts: the latest
+// saved for any of them, so that no account's time goes back. An account
+// without a clock file of its own counts with the directory's shared one
+// (sharedClockFile), if there is one. found is false when nothing was
+// saved.
+func savedClock(dataDir string, accounts []server.Account) (latest time.Time, found bool, err error) {
+	names := make([]string, 0, len(accounts)+1)
+	shared := false
+	for _, a := range accounts {
+		name := clockFile(dataDir, a.Name)
+		if _, err := os.Stat(name); errors.Is(err, os.ErrNotExist) {
+			shared = true
+			continue
+		}
+		names = append(names, name)
+	}
+	if fi, err := os.Stat(sharedClockFile(dataDir)); shared && err == nil && fi.Mode().IsRegular() {
+		// (Not a directory: that is the queues of an account named
+		// "clock".)
+		names = append(names, sharedClockFile(dataDir))
+	}
+	for _, name := range names {
+		t, ok, err := readClockFile(name)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if ok && (!found || t.After(latest)) {
+			latest, found = t, true
+		}
+	}
+	return latest, found, nil
+}
+
+// readClockFile reads a saved clock time; ok is false if name does not
+// exist.
+func readClockFile(name string) (t time.Time, ok bool, err error) {
+	b, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	t, err = time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%s: %w", name, err)
+	}
+	// The same bounds as the clock endpoints: azq's times are Unix
+	// nanoseconds.
+	if t.After(maxClockTime) || t.Before(minClockTime) {
+		return time.Time{}, false, fmt.Errorf("%s: %s is outside the times azq represents, %s to %s", name,
+			t.UTC().Format(time.RFC3339Nano), minClockTime.Format(time.RFC3339Nano), maxClockTime.Format(time.RFC3339Nano))
+	}
+	return t, true, nil
 }
 
 // storageLogger is the log of the durable Services: the request log if

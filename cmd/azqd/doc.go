@@ -122,7 +122,7 @@
 // compatibility", and docs/emulator.md in the repository has the table.
 // Each does what it does in Azurite: --queueHost and --queuePort are
 // -addr, --location (-l) is -data, --cert and --key are -tls-cert and
-// -tls-key, --oauth basic is -oauth, --debug (-d) writes the request log
+// -tls-key, --oauth basic is -oauth with Azurite's token issuers, --debug (-d) writes the request log
 // at debug level to its file, --queueKeepAliveTimeout is
 // -keep-alive-timeout in seconds, --disableProductStyleUrl takes the
 // account from the path only. Or nothing, where azqd already behaves that

@@ -271,7 +271,7 @@ func parseArgs(args []string) (*config, *flag.FlagSet, error) {
 	fs.BoolVar(&cfg.allowAnonymous, "allow-anonymous", false, "accept requests that carry no credentials (curl without a signature)")
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate `file`; serve HTTPS (needs -tls-key)")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key `file` for -tls-cert")
-	fs.Var(&oauthFlag{on: &cfg.oauth, basic: &cfg.oauthBasic}, "oauth", "accept Microsoft Entra ID bearer tokens (needs -tls-cert); signatures are not checked without -oauth-key. Azurite's --oauth basic is the same")
+	fs.Var(&oauthFlag{on: &cfg.oauth, basic: &cfg.oauthBasic}, "oauth", "accept Microsoft Entra ID bearer tokens (needs -tls-cert); signatures are not checked without -oauth-key. Azurite's --oauth basic is the same, with Azurite's token issuers")
 	fs.StringVar(&cfg.oauthKey, "oauth-key", "", "PEM public keys or certificates, or a JSON Web Key Set, `file` that verifies bearer token signatures; implies -oauth")
 
 	// Durability.

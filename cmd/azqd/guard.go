@@ -8,8 +8,11 @@ import (
 )
 
 // adminGuard decides which requests reach the admin endpoints under
-// /_azq/ (the web view, reset, clock, faults); the health check and the
-// metrics, which change nothing and show no message, are not guarded.
+// /_azq/ (the web view, reset, clock, faults), and, while azqd listens on
+// loopback only, the metrics, which name the queues and their depths;
+// the health check, which shows nothing of them, is not guarded. (The
+// Azure API checks the Host itself, server.Options.CheckHost, with the
+// names of adminHosts.)
 // Every guarded request must name an allowed Host (IP addresses,
 // localhost, the name -addr listens on and -allow-host's names); one
 // that changes state must be same-origin (see package guard); and unless
@@ -21,8 +24,8 @@ type adminGuard struct {
 
 // adminHosts are the Host names, besides IP addresses and localhost, that
 // the admin endpoints answer to: those of -allow-host and the host of
-// -addr when it is a name. The guard and the web view, which checks the
-// Host itself, take them from here alike.
+// -addr when it is a name. The guard, the web view, which checks the
+// Host itself, and on loopback the Azure API take them from here alike.
 func adminHosts(cfg *config) []string {
 	names := append([]string(nil), cfg.admin.allowHosts...)
 	if host, _, err := net.SplitHostPort(cfg.addr); err == nil && host != "" && net.ParseIP(host) == nil {
@@ -52,6 +55,18 @@ func (g *adminGuard) refuse(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// guarded returns h behind the guard; nil stays nil.
+func (g *adminGuard) guarded(h http.Handler) http.Handler {
+	if h == nil {
+		return nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.refuse(w, r) {
+			h.ServeHTTP(w, r)
+		}
+	})
 }
 
 // fromLoopback reports whether r came from this machine.

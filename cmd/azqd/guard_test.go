@@ -123,8 +123,10 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 
 // DNS rebinding: a page under its own name resolving to 127.0.0.1 is
 // same-origin to the browser, but names its Host; the admin endpoints
-// refuse it, reads included (421), unless -allow-host names it. The
-// health check and the metrics answer any Host.
+// refuse it, reads included (421), unless -allow-host names it. So do
+// the metrics, which name the queues and their depths, while azqd
+// listens on loopback (TestAPIForeignHostRefused has the API). The
+// health check answers any Host.
 func TestForeignHostRefused(t *testing.T) {
 	d := start(t, "-clock-control", "-ui", "-fault-control")
 	seed(t, d)
@@ -147,9 +149,16 @@ func TestForeignHostRefused(t *testing.T) {
 	if n := messagesIn(t, d, "kept"); n != 1 {
 		t.Fatalf("the queue holds %d messages", n)
 	}
-	for _, p := range []string{"/_azq/health", "/metrics", "/_azq/metrics"} {
-		if status, _ := send(t, "GET", d.base+p, foreign, nil, nil); status != 200 {
-			t.Errorf("%s for Host %s: %d", p, foreign, status)
+	if status, _ := send(t, "GET", d.base+"/_azq/health", foreign, nil, nil); status != 200 {
+		t.Errorf("/_azq/health for Host %s: %d", foreign, status)
+	}
+	for _, p := range []string{"/metrics", "/_azq/metrics"} {
+		if status, body := send(t, "GET", d.base+p, foreign, nil, nil); status != http.StatusMisdirectedRequest ||
+			strings.Contains(body, "kept") || !strings.Contains(body, "-allow-host") {
+			t.Errorf("%s for Host %s: %d %s", p, foreign, status, body)
+		}
+		if status, _ := send(t, "GET", d.base+p, "localhost:"+u.Port(), nil, nil); status != 200 {
+			t.Errorf("%s for Host localhost: %d", p, status)
 		}
 	}
 	for _, host := range []string{"localhost:" + u.Port(), "[::1]:" + u.Port(), "devstoreaccount1.localhost:" + u.Port()} {
@@ -161,6 +170,97 @@ func TestForeignHostRefused(t *testing.T) {
 	allowed := start(t, "-ui", "-allow-host", "rebind.evil.example")
 	if status, _ := send(t, "GET", allowed.base+"/_azq/ui/", "rebind.evil.example", nil, nil); status != 200 {
 		t.Fatalf("an -allow-host name: %d", status)
+	}
+}
+
+// foreignHosts are Host headers that do not name this machine, in the
+// spellings of internal/guard's tests, with port.
+func foreignHosts(port string) []string {
+	return []string{
+		"rebind.evil.example:" + port,
+		"REBIND.Evil.Example.:" + port,
+		"localhost.evil.example:" + port,
+		"127.0.0.1.nip.io:" + port,
+		"devstoreaccount1.evil.example:" + port,
+		"azqd.evil.example",
+	}
+}
+
+// On loopback, the Azure API refuses a foreign Host as the admin
+// endpoints do (421), so that a rebinding page holding a SAS made from
+// the public development key can neither peek at nor clear the queues;
+// CORS preflights are refused alike. The names that name this machine
+// are served: IP literals, localhost and names under it (host-style
+// devstoreaccount1.localhost among them), and -allow-host's names.
+func TestAPIForeignHostRefused(t *testing.T) {
+	d := start(t, "-allow-anonymous", "-allow-host", "queues.test")
+	seed(t, d)
+	u, _ := url.Parse(d.base)
+	port := u.Port()
+	for _, host := range foreignHosts(port) {
+		for _, r := range []struct{ method, path string }{
+			{"GET", "/devstoreaccount1/kept/messages?peekonly=true"},
+			{"DELETE", "/devstoreaccount1/kept/messages"},
+			{"GET", "/devstoreaccount1?comp=list"},
+			{"OPTIONS", "/devstoreaccount1/kept/messages"},
+		} {
+			req, err := http.NewRequest(r.method, d.base+r.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = host
+			req.Header.Set("Origin", "http://"+host)
+			req.Header.Set("Access-Control-Request-Method", "DELETE")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMisdirectedRequest || resp.Header.Get("x-ms-error-code") != "HostNotAllowed" ||
+				!strings.Contains(string(body), "<Code>HostNotAllowed</Code>") || !strings.Contains(string(body), "-allow-host") ||
+				strings.Contains(string(body), "still here") {
+				t.Errorf("%s %s for Host %s: %d %v %s", r.method, r.path, host, resp.StatusCode, resp.Header, body)
+			}
+		}
+	}
+	if n := messagesIn(t, d, "kept"); n != 1 {
+		t.Fatalf("after the refusals the queue holds %d messages", n)
+	}
+	for _, host := range []string{"localhost:" + port, "[::1]:" + port, "queues.test:" + port, "QUEUES.test.", "devstoreaccount1.localhost:" + port} {
+		if status, body := send(t, "GET", d.base+peekPath(host), host, nil, nil); status != 200 || !strings.Contains(body, "still here") {
+			t.Errorf("Host %s: %d %s", host, status, body)
+		}
+	}
+}
+
+// peekPath is the path of a peek at the queue seed made, for a request
+// to host: host-style when the host's first label names the account.
+func peekPath(host string) string {
+	if strings.HasPrefix(host, "devstoreaccount1.") {
+		return "/kept/messages?peekonly=true"
+	}
+	return "/devstoreaccount1/kept/messages?peekonly=true"
+}
+
+// Beyond loopback (a container), clients reach azqd by names no one can
+// list in advance (a compose file's service name), as with Azurite: the
+// API and the metrics answer any Host, while the admin endpoints keep
+// their guard.
+func TestAPIServiceNamesBeyondLoopback(t *testing.T) {
+	d := start(t, "-allow-anonymous", "-addr", "0.0.0.0:0", "-ui")
+	seed(t, d)
+	u, _ := url.Parse(d.base)
+	for _, host := range append(foreignHosts(u.Port()), "azqd:"+u.Port(), "azurite:"+u.Port()) {
+		if status, body := send(t, "GET", d.base+peekPath(host), host, nil, nil); status != 200 || !strings.Contains(body, "still here") {
+			t.Errorf("Host %s: %d %s", host, status, body)
+		}
+		if status, _ := send(t, "GET", d.base+"/metrics", host, nil, nil); status != 200 {
+			t.Errorf("/metrics for Host %s: %d", host, status)
+		}
+	}
+	if status, _ := send(t, "GET", d.base+"/_azq/ui/", "azqd:"+u.Port(), nil, nil); status != http.StatusMisdirectedRequest {
+		t.Errorf("the web view for Host azqd: %d", status)
 	}
 }
 
@@ -231,7 +331,7 @@ func TestUIClockIsTheEndpoints(t *testing.T) {
 		t.Fatalf("advance: %d %s", status, body)
 	}
 	want := before.Add(3 * time.Hour)
-	saved, err := os.ReadFile(filepath.Join(dir, "clock"))
+	saved, err := os.ReadFile(clockFile(dir, "devstoreaccount1"))
 	if err != nil {
 		t.Fatal(err)
 	}

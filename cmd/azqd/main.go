@@ -93,7 +93,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var oauth *server.OAuthOptions
 	if cfg.oauth {
-		oauth = &server.OAuthOptions{}
+		// Azurite's --oauth basic takes Azurite's issuers, pre-production
+		// ones among them; azqd's own -oauth production Entra ID's only.
+		oauth = &server.OAuthOptions{AzuriteIssuers: cfg.oauthBasic}
 		if cfg.oauthKey != "" {
 			data, err := os.ReadFile(cfg.oauthKey)
 			if err != nil {
@@ -147,6 +149,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
+	// On loopback only, every request must name this machine as its
+	// Host (see server.Options.CheckHost); beyond, clients reach azqd by
+	// names it cannot know, a container's service name, as with Azurite.
+	onLoopback := isLoopback(ln.Addr())
 	var rec *metrics.Recorder
 	var observe func(metrics.Observation)
 	if cfg.admin.metrics {
@@ -165,6 +171,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Observe:        observe,
 		PathStyleOnly:  cfg.pathStyleOnly,
 		SaveProperties: saveProperties(cfg),
+		CheckHost:      onLoopback,
+		AllowedHosts:   adminHosts(cfg),
 	})
 	if err := loadProperties(cfg, api, cfg.accounts); err != nil {
 		ln.Close()
@@ -185,12 +193,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		admin.metrics = rec.Handler()
 	}
+	rootMetrics := servesMetricsAtRoot(cfg, rec)
+	if onLoopback {
+		// The metrics name the queues and their depths: on loopback they
+		// take the admin endpoints' guard, Host check included.
+		admin.metrics, rootMetrics = admin.guard.guarded(admin.metrics), admin.guard.guarded(rootMetrics)
+	}
 	if cfg.ui {
 		admin.web = newUI(cfg, api, clk, ctl, inj)
 	}
 	hs := &http.Server{
-		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, servesMetricsAtRoot(cfg, rec)),
+		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, rootMetrics),
 		TLSConfig: tlsConfig,
+		// A TLSNextProto that is not nil keeps net/http from offering
+		// HTTP/2: Azure Storage speaks HTTP/1.1 only, so a client meets
+		// here the protocol it meets in production.
+		TLSNextProto: noHTTP2,
 		// Slow and idle clients must not hold connections: a request
 		// (headers and body) has -read-timeout to arrive, its headers at
 		// most 10 s of it, and an idle keep-alive connection is closed
@@ -315,6 +333,10 @@ func newUI(cfg *config, api *server.Server, clk clock.Clock, ctl *clockControl, 
 // uiPrefix is where -ui serves the web page, beside azqd's other
 // endpoints.
 const uiPrefix = "/_azq/ui"
+
+// noHTTP2 is the TLSNextProto of azqd's servers: no protocol besides
+// HTTP/1.1 (net/http's own HTTP/2 among them) may be negotiated.
+var noHTTP2 = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 
 // maxHeaderTimeout bounds the time a client has to send its request
 // headers; writeAllowance is the time to answer beyond -read-timeout.

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -593,6 +594,49 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	roundTrip(t, qc)
+}
+
+// TestTLSSpeaksHTTP1Only: Azure Storage speaks HTTP/1.1 only, so azqd
+// does too over TLS, on the queue port and on the ports it refuses for
+// Azurite's other services: a client that offers h2 first gets
+// HTTP/1.1, in ALPN and on the wire.
+func TestTLSSpeaksHTTP1Only(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	d := start(t, "-tls-cert", certFile, "-tls-key", keyFile, "--blobPort", "0")
+	var blob string
+	for _, l := range d.printed {
+		if m := regexp.MustCompile(`Blob service is successfully listening at https://([^\s,]+)`).FindStringSubmatch(l); m != nil {
+			blob = m[1]
+		}
+	}
+	if blob == "" {
+		t.Fatalf("no Blob service announced: %q", d.printed)
+	}
+	tr := &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}},
+		ForceAttemptHTTP2: true,
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for _, u := range []string{d.base + "/_azq/health", d.base + "/devstoreaccount1?comp=list", "https://" + blob + "/devstoreaccount1?comp=list"} {
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.ProtoMajor != 1 || resp.ProtoMinor != 1 || resp.TLS == nil || resp.TLS.NegotiatedProtocol == "h2" {
+			t.Fatalf("%s: %s, ALPN %q, want HTTP/1.1", u, resp.Proto, resp.TLS.NegotiatedProtocol)
+		}
+	}
+	// A client that offers h2 alone is not served it either.
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(d.base, "https://"), &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
+	if err == nil {
+		p := conn.ConnectionState().NegotiatedProtocol
+		conn.Close()
+		if p == "h2" {
+			t.Fatal("an h2-only client negotiated h2")
+		}
+	}
 }
 
 func TestLogging(t *testing.T) {

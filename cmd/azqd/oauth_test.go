@@ -31,6 +31,7 @@ import (
 type signer struct {
 	key *ecdsa.PrivateKey
 	kid string
+	iss string // "" for a production Entra ID v2.0 issuer
 }
 
 func newSigner(t *testing.T, kid string) signer {
@@ -39,14 +40,18 @@ func newSigner(t *testing.T, kid string) signer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return signer{k, kid}
+	return signer{key: k, kid: kid}
 }
 
 func (s signer) GetToken(_ context.Context, opts policy.TokenRequestOptions) (azcore.AccessToken, error) {
 	now := time.Now()
+	iss := s.iss
+	if iss == "" {
+		iss = "https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000/v2.0"
+	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
 		"aud": strings.TrimSuffix(opts.Scopes[0], "/.default"),
-		"iss": "https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000/v2.0",
+		"iss": iss,
 		"nbf": now.Unix(),
 		"exp": now.Add(time.Hour).Unix(),
 	})
@@ -136,6 +141,51 @@ func TestOAuth(t *testing.T) {
 				}
 			} else if !queueerror.HasCode(err, queueerror.InvalidAuthenticationInfo) {
 				t.Fatalf("a token from an unknown key: %v, want InvalidAuthenticationInfo", err)
+			}
+		})
+	}
+}
+
+// TestOAuthIssuersByMode: Azurite's --oauth basic accepts the issuers
+// Azurite accepts, its pre-production one among them, as tokens minted
+// for Azurite's own tests carry; azqd's -oauth accepts production Entra
+// ID issuers only, and says where the other would pass.
+func TestOAuthIssuersByMode(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	ppe := newSigner(t, "")
+	ppe.iss = "https://sts.windows-ppe.net/ab1f708d-50f6-404c-a006-d71b2ac7a606/"
+	production := newSigner(t, "")
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		ppeAllowed bool
+	}{
+		{"Azurite's --oauth basic", []string{"--oauth", "basic", "--cert", certFile, "--key", keyFile}, true},
+		{"azqd's -oauth", []string{"-oauth", "-tls-cert", certFile, "-tls-key", keyFile}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := start(t, tc.args...)
+			ctx := testContext(t)
+			svc, err := azqueue.NewServiceClient(d.base+"/devstoreaccount1/", production, clientOptions(client))
+			if err != nil {
+				t.Fatal(err)
+			}
+			roundTrip(t, svc.NewQueueClient("issuers"))
+			other, err := azqueue.NewServiceClient(d.base+"/devstoreaccount1/", ppe, clientOptions(client))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = other.NewQueueClient("issuers").GetProperties(ctx, nil)
+			switch {
+			case tc.ppeAllowed && err != nil:
+				t.Fatalf("a pre-production issuer: %v", err)
+			case !tc.ppeAllowed && (!queueerror.HasCode(err, queueerror.InvalidAuthenticationInfo) ||
+				!strings.Contains(err.Error(), "Issuer validation failed") || !strings.Contains(err.Error(), "--oauth basic")):
+				t.Fatalf("a pre-production issuer: %v, want InvalidAuthenticationInfo for the issuer", err)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/azqlib/azq"
 	"github.com/benbjohnson/clock"
@@ -98,9 +99,14 @@ func TestDataKeepsServiceProperties(t *testing.T) {
 // cannot represent (past 2262, or before 1677) is refused at start-up, as
 // the clock endpoints refuse to move there.
 func TestDataRefusesAClockPastItsBounds(t *testing.T) {
-	for _, saved := range []string{"2262-04-12T00:00:00Z", "1600-01-01T00:00:00Z"} {
+	for _, tc := range []struct{ file, saved string }{
+		{"devstoreaccount1.clock", "2262-04-12T00:00:00Z"},
+		{"devstoreaccount1.clock", "1600-01-01T00:00:00Z"},
+		{"clock", "2262-04-12T00:00:00Z"}, // the directory's shared clock of earlier versions
+	} {
+		saved := tc.saved
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "clock"), []byte(saved+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(saved+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cfg, err := parseFlags([]string{"-data", dir, "-clock-control"}, &bytes.Buffer{}, &bytes.Buffer{})
@@ -115,6 +121,86 @@ func TestDataRefusesAClockPastItsBounds(t *testing.T) {
 		if !strings.Contains(err.Error(), "outside the times azq represents") {
 			t.Fatalf("saved clock %s: %v", saved, err)
 		}
+	}
+}
+
+// TestDataClockPerAccount: each account keeps its clock beside its
+// directory. One azqd serving several accounts resumes at the latest time
+// saved for any of them, so that no account's time goes back, and saves
+// it for all; an account without a clock of its own counts with the
+// directory's shared clock that earlier versions kept.
+func TestDataClockPerAccount(t *testing.T) {
+	dir := t.TempDir()
+	at := func(s string) time.Time {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(accounts ...string) (time.Time, map[string]*azq.Service) {
+		args := []string{"-data", dir, "-clock-control"}
+		for _, a := range accounts {
+			args = append(args, "-account", a+":a2V5MQ==")
+		}
+		cfg, err := parseFlags(args, &bytes.Buffer{}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctl := &clockControl{clk: clock.NewMock()}
+		services, err := openData(cfg, ctl, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ctl.clk.Now(), services
+	}
+	read := func(account string) time.Time {
+		t.Helper()
+		tm, ok, err := readClockFile(clockFile(dir, account))
+		if err != nil || !ok {
+			t.Fatalf("the clock of %s: %v %v", account, ok, err)
+		}
+		return tm
+	}
+
+	write("clock", "2030-01-01T00:00:00Z") // an earlier version's
+	write("alpha.clock", "2031-01-01T00:00:00Z")
+	write("beta.clock", "2029-01-01T00:00:00Z")
+	now, services := open("alpha", "beta")
+	closeAll(services)
+	if want := at("2031-01-01T00:00:00Z"); !now.Equal(want) || !read("alpha").Equal(want) || !read("beta").Equal(want) {
+		t.Fatalf("alpha and beta resumed at %v and saved %v, %v; want %v", now, read("alpha"), read("beta"), want)
+	}
+	// gamma has no clock of its own: the shared one counts.
+	now, services = open("gamma")
+	closeAll(services)
+	if want := at("2030-01-01T00:00:00Z"); !now.Equal(want) || !read("gamma").Equal(want) {
+		t.Fatalf("gamma resumed at %v, want the shared clock's %v", now, want)
+	}
+	// beta alone resumes at its own, which alpha's run moved forward.
+	now, services = open("beta")
+	closeAll(services)
+	if want := at("2031-01-01T00:00:00Z"); !now.Equal(want) {
+		t.Fatalf("beta resumed at %v, want %v", now, want)
+	}
+	// An account named clock has its queues where the shared clock was;
+	// a directory is no clock, when the account has none of its own (it
+	// was served without -clock-control).
+	dir = t.TempDir()
+	_, services = open("clock")
+	closeAll(services)
+	if err := os.Remove(clockFile(dir, "clock")); err != nil {
+		t.Fatal(err)
+	}
+	now, services = open("clock")
+	closeAll(services)
+	if !now.Equal(read("clock")) {
+		t.Fatalf("the account clock resumed at %v, saved %v", now, read("clock"))
 	}
 }
 

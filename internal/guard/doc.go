@@ -1,7 +1,9 @@
 // Package guard decides which requests may reach azq's admin surface: the
 // web view (package ui) and azqd's reset, clock and fault endpoints, which
 // need no credentials and so must not be reachable from another site's
-// page in the developer's browser.
+// page in the developer's browser. Its Host check also guards the Azure
+// API of a server on loopback (server.Options.CheckHost), whose
+// development key is public.
 //
 // Two checks make a request safe to serve. The Host it names must be an IP
 // address, localhost (or a name under .localhost), or a name the operator

@@ -73,14 +73,40 @@ await step("clear and list queues with metadata", async () => {
 });
 
 await step("service properties round trip", async () => {
-  await service.setProperties({
-    cors: [{ allowedOrigins: "https://app.example", allowedMethods: "GET,PUT", allowedHeaders: "x-ms-meta-*",
-      exposedHeaders: "x-ms-request-id", maxAgeInSeconds: 60 }],
-  });
+  // A new account's, as Azure has them: hour metrics on, kept 7 days.
+  const fresh = await service.getProperties();
+  assert.equal(fresh.hourMetrics.enabled, true);
+  assert.equal(fresh.hourMetrics.includeAPIs, true);
+  assert.equal(fresh.hourMetrics.retentionPolicy.days, 7);
+  assert.equal(fresh.minuteMetrics.enabled, false);
+  const rule = { allowedOrigins: "https://app.example", allowedMethods: "GET,PUT", allowedHeaders: "x-ms-meta-*",
+    exposedHeaders: "x-ms-request-id", maxAgeInSeconds: 60 };
+  await service.setProperties({ cors: [rule] });
   const props = await service.getProperties();
   assert.equal(props.cors.length, 1);
-  assert.equal(props.cors[0].allowedOrigins, "https://app.example");
+  assert.deepEqual({ ...props.cors[0] }, rule);
+  // What it read it sets again, unchanged.
+  await service.setProperties({ cors: props.cors });
+  assert.deepEqual({ ...(await service.getProperties()).cors[0] }, rule);
   await service.setProperties({ cors: [] });
+});
+
+await step("stored access policies, one without a policy", async () => {
+  // The SDK always sends an AccessPolicy, empty here; the answer has
+  // none for that identifier, as Azure's has, which the SDK reads as
+  // undefined.
+  await queue.setAccessPolicy([{ id: "empty", accessPolicy: {} }, { id: "partial", accessPolicy: { permissions: "r" } }]);
+  const acl = await queue.getAccessPolicy();
+  assert.equal(acl.signedIdentifiers.length, 2);
+  assert.equal(acl.signedIdentifiers[0].id, "empty");
+  assert.equal(acl.signedIdentifiers[0].accessPolicy, undefined);
+  assert.equal(acl.signedIdentifiers[1].accessPolicy.permissions, "r");
+  // Set again what it read (the SDK's setAccessPolicy needs an object
+  // where it read undefined), unchanged.
+  await queue.setAccessPolicy(acl.signedIdentifiers.map((s) => ({ id: s.id, accessPolicy: s.accessPolicy ?? {} })));
+  const again = await queue.getAccessPolicy();
+  assert.deepEqual(again.signedIdentifiers.map((s) => [s.id, s.accessPolicy?.permissions]), [["empty", undefined], ["partial", "r"]]);
+  await queue.setAccessPolicy([]);
 });
 
 await step("service SAS", async () => {

@@ -31,6 +31,16 @@ func BenchmarkDecodeBodyOnly(b *testing.B) {
 	benchDecode(b, &envelope.Envelope{Body: benchEnvelope.Body})
 }
 
+// BenchmarkDecodeJSONBody decodes a message whose body is JSON, as many
+// are: its quotes are escaped in the envelope.
+func BenchmarkDecodeJSONBody(b *testing.B) {
+	benchDecode(b, &envelope.Envelope{
+		ID:       benchEnvelope.ID,
+		Metadata: benchEnvelope.Metadata,
+		Body:     []byte(`{"order":42,"customer":"c-1093","items":[{"sku":"A-7","qty":2}],"total":9.5}`),
+	})
+}
+
 // benchDecode decodes e's encoding b.N times.
 func benchDecode(b *testing.B, e *envelope.Envelope) {
 	text, err := envelope.Encode(e)

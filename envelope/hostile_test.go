@@ -192,13 +192,14 @@ func BenchmarkDecodeHostile(b *testing.B) {
 		for _, size := range []int{16 << 10, maxText} {
 			text := h.text(size)
 			b.Run(fmt.Sprintf("%s/%dKiB", strings.ReplaceAll(h.name, " ", "_"), size>>10), func(b *testing.B) {
-				b.ReportAllocs()
 				b.SetBytes(int64(len(text)))
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
+				cpu0 := startCPU(b)
 				for range b.N {
 					envelope.Decode(text)
 				}
+				reportCPU(b, cpu0)
 				runtime.ReadMemStats(&after)
 				b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(text)), "alloc-ratio")
 			})

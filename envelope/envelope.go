@@ -222,6 +222,9 @@ func Read(text string) (Envelope, bool) {
 // Decode reads an envelope. It returns ErrNotEnvelope if text is not one,
 // an error matching ErrVersion for another version, and a *SyntaxError for
 // a text that looks like an envelope but breaks the format.
+//
+// Its cost is linear in the text's length, whatever the text holds: see
+// the package documentation for the bound.
 func Decode(text string) (Envelope, error) {
 	d := decoder{s: text}
 	d.space()
@@ -232,7 +235,7 @@ func Decode(text string) (Envelope, error) {
 		e                                     Envelope
 		seenVersion, seenID, seenMD, seenBody bool
 		version                               string
-		body                                  string
+		body                                  jsonString
 		body64                                bool
 		versionOff                            int
 	)
@@ -241,7 +244,7 @@ func Decode(text string) (Envelope, error) {
 		for {
 			d.space()
 			keyOff := d.i
-			key, err := d.string()
+			key, err := d.scanString()
 			if err != nil {
 				return Envelope{}, err
 			}
@@ -251,7 +254,8 @@ func Decode(text string) (Envelope, error) {
 			}
 			d.space()
 			dup := false
-			switch key {
+			member := d.member(key)
+			switch member {
 			case memberVersion:
 				dup, seenVersion = seenVersion, true
 				versionOff = d.i
@@ -270,8 +274,8 @@ func Decode(text string) (Envelope, error) {
 				}
 			case memberBody, memberBody64:
 				dup, seenBody = seenBody, true
-				body64 = key == memberBody64
-				if body, err = d.string(); err != nil {
+				body64 = member == memberBody64
+				if body, err = d.scanString(); err != nil {
 					return Envelope{}, err
 				}
 			default:
@@ -280,10 +284,10 @@ func Decode(text string) (Envelope, error) {
 				}
 			}
 			if dup {
-				if key == memberBody || key == memberBody64 {
+				if member == memberBody || member == memberBody64 {
 					return Envelope{}, &SyntaxError{keyOff, `"body" and "body64" together, or either twice`}
 				}
-				return Envelope{}, &SyntaxError{keyOff, fmt.Sprintf("member %q twice", key)}
+				return Envelope{}, &SyntaxError{keyOff, fmt.Sprintf("member %q twice", member)}
 			}
 			d.space()
 			if d.consume(',') {
@@ -305,15 +309,26 @@ func Decode(text string) (Envelope, error) {
 	if version != "1" {
 		return Envelope{}, &versionError{version, versionOff}
 	}
-	if seenBody {
+	if seenBody && body.raw != "" {
 		if body64 {
-			b, err := base64.StdEncoding.DecodeString(body)
+			var err error
+			if body.escaped {
+				src := d.value(body)
+				b := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
+				var n int
+				n, err = base64.StdEncoding.Decode(b, src)
+				e.Body = b[:n]
+			} else {
+				e.Body, err = base64.StdEncoding.DecodeString(body.raw)
+			}
 			if err != nil {
 				return Envelope{}, &SyntaxError{0, `"body64" is not standard base64: ` + err.Error()}
 			}
-			e.Body = b
+		} else if body.escaped {
+			// The value is never longer than its escaped text.
+			e.Body = appendUnescaped(make([]byte, 0, len(body.raw)), body.raw)
 		} else {
-			e.Body = []byte(body)
+			e.Body = []byte(body.raw)
 		}
 	}
 	if len(e.Body) == 0 {
@@ -339,6 +354,18 @@ func (e *versionError) Is(target error) bool { return target == ErrVersion }
 type decoder struct {
 	s string
 	i int
+	// scratch holds the value of the last escaped string read, before it
+	// is copied or compared. It grows to the longest such string's
+	// escaped text, exactly, so that its allocations add up to no more
+	// than the text's length.
+	scratch []byte
+}
+
+// jsonString is a JSON string as it stands in the text, between its
+// quotes, checked: raw is its value unless escaped.
+type jsonString struct {
+	raw     string
+	escaped bool
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -372,15 +399,17 @@ func (d *decoder) metadata() (map[string]string, error) {
 	if !d.consume('{') {
 		return nil, d.errorf(`"metadata" is not an object`)
 	}
-	md := make(map[string]string)
 	d.space()
 	if d.consume('}') {
 		return nil, nil
 	}
+	// Made for its pairs at once: a map grown pair by pair allocates
+	// about twice as much.
+	md := make(map[string]string, d.countPairs())
 	for {
 		d.space()
 		keyOff := d.i
-		k, err := d.string()
+		key, err := d.scanString()
 		if err != nil {
 			return nil, err
 		}
@@ -390,8 +419,9 @@ func (d *decoder) metadata() (map[string]string, error) {
 		}
 		d.space()
 		if d.i < len(d.s) && d.s[d.i] != '"' {
-			return nil, d.errorf("metadata %q is not a string", k)
+			return nil, d.errorf("metadata %q is not a string", d.text(key))
 		}
+		k := d.text(key)
 		v, err := d.string()
 		if err != nil {
 			return nil, err
@@ -408,6 +438,36 @@ func (d *decoder) metadata() (map[string]string, error) {
 			return md, nil
 		}
 		return nil, d.errorf("want ',' or '}' in metadata")
+	}
+}
+
+// countPairs counts the well-formed name–value pairs of the metadata
+// object that starts at d.i, up to its end or the first fault, which
+// metadata then reports. It allocates nothing and leaves d.i as it was.
+func (d *decoder) countPairs() (n int) {
+	start := d.i
+	defer func() { d.i = start }()
+	for {
+		d.space()
+		if _, err := d.scanString(); err != nil {
+			return n
+		}
+		d.space()
+		if !d.consume(':') {
+			return n
+		}
+		d.space()
+		if d.i >= len(d.s) || d.s[d.i] != '"' {
+			return n
+		}
+		if _, err := d.scanString(); err != nil {
+			return n
+		}
+		n++
+		d.space()
+		if !d.consume(',') {
+			return n
+		}
 	}
 }
 
@@ -455,13 +515,59 @@ func (d *decoder) digits() int {
 	return d.i - start
 }
 
-// string reads a JSON string and returns its value. A string without
-// escapes is returned as a slice of the text, without copying.
+// string reads a JSON string and returns its value: a slice of the text
+// if it has no escape, a copy of its own otherwise.
 func (d *decoder) string() (string, error) {
+	s, err := d.scanString()
+	if err != nil {
+		return "", err
+	}
+	return d.text(s), nil
+}
+
+// text returns s's value as a string of its own if it is escaped, and as
+// a slice of the text otherwise.
+func (d *decoder) text(s jsonString) string {
+	if !s.escaped {
+		return s.raw
+	}
+	return string(d.value(s))
+}
+
+// value returns the value of s, an escaped string, in d.scratch: valid
+// until the next call.
+func (d *decoder) value(s jsonString) []byte {
+	if cap(d.scratch) < len(s.raw) {
+		d.scratch = make([]byte, 0, len(s.raw))
+	}
+	d.scratch = appendUnescaped(d.scratch[:0], s.raw)
+	return d.scratch
+}
+
+// member returns the name of version 1 that s is, or "" for another
+// name, without allocating.
+func (d *decoder) member(s jsonString) string {
+	if !s.escaped {
+		return s.raw
+	}
+	v := d.value(s)
+	for _, m := range [...]string{memberVersion, memberID, memberMetadata, memberBody, memberBody64} {
+		if string(v) == m {
+			return m
+		}
+	}
+	return ""
+}
+
+// scanString reads a JSON string, checking it, and returns it as it
+// stands in the text. It allocates nothing: its value, if escaped, is
+// made by appendUnescaped when it is wanted.
+func (d *decoder) scanString() (jsonString, error) {
 	if !d.consume('"') {
-		return "", d.errorf("want a string")
+		return jsonString{}, d.errorf("want a string")
 	}
 	start := d.i
+	escaped := false
 	for d.i < len(d.s) {
 		c := d.s[d.i]
 		if plain[c] {
@@ -470,108 +576,101 @@ func (d *decoder) string() (string, error) {
 		}
 		switch {
 		case c == '"':
-			s := d.s[start:d.i]
+			s := jsonString{d.s[start:d.i], escaped}
 			d.i++
 			return s, nil
 		case c == '\\':
-			return d.unescape(start)
-		case c < 0x20:
-			return "", d.errorf("control character in a string")
-		case c < utf8.RuneSelf:
-			d.i++
-		default:
-			r, n := utf8.DecodeRuneInString(d.s[d.i:])
-			if r == utf8.RuneError && n == 1 {
-				return "", d.errorf("invalid UTF-8")
-			}
-			d.i += n
-		}
-	}
-	return "", d.errorf("unterminated string")
-}
-
-// unescape finishes reading a string that has an escape at d.i, its
-// characters since start being plain.
-func (d *decoder) unescape(start int) (string, error) {
-	b := make([]byte, 0, len(d.s)-start)
-	b = append(b, d.s[start:d.i]...)
-	for d.i < len(d.s) {
-		c := d.s[d.i]
-		switch {
-		case c == '"':
-			d.i++
-			return string(b), nil
-		case c == '\\':
+			escaped = true
 			if d.i+1 >= len(d.s) {
-				return "", d.errorf("unterminated string")
+				return jsonString{}, d.errorf("unterminated string")
 			}
 			e := d.s[d.i+1]
 			d.i += 2
 			switch e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				r, ok := d.hex4()
-				if !ok {
-					return "", d.errorf(`want four hex digits after \u`)
+				if _, ok := hex4(d.s[d.i:]); !ok {
+					return jsonString{}, d.errorf(`want four hex digits after \u`)
 				}
-				if utf16.IsSurrogate(r) {
-					// A high surrogate followed by an escaped low one is
-					// one character; a surrogate alone is U+FFFD, as
-					// encoding/json reads it.
-					save := d.i
-					r2 := utf8.RuneError
-					if d.i+1 < len(d.s) && d.s[d.i] == '\\' && d.s[d.i+1] == 'u' {
-						d.i += 2
-						if lo, ok := d.hex4(); ok {
-							r2 = lo
-						}
-					}
-					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-						r = dec
-					} else {
-						d.i = save
-						r = utf8.RuneError
-					}
-				}
-				b = utf8.AppendRune(b, r)
+				d.i += 4
 			default:
-				return "", d.errorf("invalid escape '\\%c'", e)
+				return jsonString{}, d.errorf("invalid escape '\\%c'", e)
 			}
 		case c < 0x20:
-			return "", d.errorf("control character in a string")
+			return jsonString{}, d.errorf("control character in a string")
 		case c < utf8.RuneSelf:
-			b = append(b, c)
 			d.i++
 		default:
 			r, n := utf8.DecodeRuneInString(d.s[d.i:])
 			if r == utf8.RuneError && n == 1 {
-				return "", d.errorf("invalid UTF-8")
+				return jsonString{}, d.errorf("invalid UTF-8")
 			}
-			b = append(b, d.s[d.i:d.i+n]...)
 			d.i += n
 		}
 	}
-	return "", d.errorf("unterminated string")
+	return jsonString{}, d.errorf("unterminated string")
 }
 
-// hex4 reads four hex digits.
-func (d *decoder) hex4() (rune, bool) {
-	if len(d.s)-d.i < 4 {
+// appendUnescaped appends the value of raw, a string that scanString
+// checked, to dst. The value is never longer than raw: an escape stands
+// for at most as many bytes as it takes.
+func appendUnescaped(dst []byte, raw string) []byte {
+	for i := 0; i < len(raw); {
+		// The run of bytes up to the next escape stands for itself.
+		j := i
+		for j < len(raw) && raw[j] != '\\' {
+			j++
+		}
+		dst = append(dst, raw[i:j]...)
+		if j == len(raw) {
+			break
+		}
+		e := raw[j+1]
+		i = j + 2
+		switch e {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(raw[i:])
+			i += 4
+			if utf16.IsSurrogate(r) {
+				// A high surrogate followed by an escaped low one is one
+				// character; a surrogate alone is U+FFFD, as
+				// encoding/json reads it.
+				lo := utf8.RuneError
+				if len(raw)-i >= 6 && raw[i] == '\\' && raw[i+1] == 'u' {
+					lo, _ = hex4(raw[i+2:])
+				}
+				if dec := utf16.DecodeRune(r, lo); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // '"', '\\', '/'
+			dst = append(dst, e)
+		}
+	}
+	return dst
+}
+
+// hex4 reads the four hex digits that s starts with.
+func hex4(s string) (rune, bool) {
+	if len(s) < 4 {
 		return 0, false
 	}
 	var r rune
-	for _, c := range []byte(d.s[d.i : d.i+4]) {
+	for _, c := range []byte(s[:4]) {
 		switch {
 		case c >= '0' && c <= '9':
 			c -= '0'
@@ -584,12 +683,11 @@ func (d *decoder) hex4() (rune, bool) {
 		}
 		r = r<<4 | rune(c)
 	}
-	d.i += 4
 	return r, true
 }
 
 // skipValue reads and discards any JSON value: a member this version does
-// not know.
+// not know. It allocates nothing.
 func (d *decoder) skipValue(depth int) error {
 	if depth > maxDepth {
 		return d.errorf("values nested deeper than %d", maxDepth)
@@ -599,7 +697,7 @@ func (d *decoder) skipValue(depth int) error {
 	}
 	switch c := d.s[d.i]; {
 	case c == '"':
-		_, err := d.string()
+		_, err := d.scanString()
 		return err
 	case c == '{' || c == '[':
 		end := byte('}')
@@ -614,7 +712,7 @@ func (d *decoder) skipValue(depth int) error {
 		for {
 			d.space()
 			if c == '{' {
-				if _, err := d.string(); err != nil {
+				if _, err := d.scanString(); err != nil {
 					return err
 				}
 				d.space()

@@ -201,10 +201,11 @@ func equal(a, b envelope.Envelope) bool {
 	return a.ID == b.ID && maps.Equal(a.Metadata, b.Metadata) && bytes.Equal(a.Body, b.Body)
 }
 
-// FuzzDecode: Decode never panics; what it accepts is valid JSON that
-// encoding/json reads to the same members, and it survives Encode and
-// Decode again unchanged; Read never loses the text. And any envelope
-// built from the input encodes to a text that decodes to it.
+// FuzzDecode: Decode never panics and keeps to its allocation bound; what
+// it accepts is valid JSON that encoding/json reads to the same members,
+// and it survives Encode and Decode again unchanged; Read never loses the
+// text. And any envelope built from the input encodes to a text that
+// decodes to it.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		`{"azqenvelope":1}`,
@@ -220,11 +221,20 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	for _, h := range hostileTexts {
+		f.Add(h.text(4 << 10))
+	}
 	f.Fuzz(func(t *testing.T, text string) {
 		if e, ok := envelope.Read(text); !ok && string(e.Body) != text {
 			t.Fatalf("Read lost the text of a plain message")
 		}
 		e, err := envelope.Decode(text)
+		// An envelope decoded without metadata made no map: the tighter
+		// bound holds.
+		bound := allocBound(text, err != nil || e.Metadata != nil)
+		if n := decodeAllocation(text, bound); n > bound {
+			t.Fatalf("Decode of %d bytes allocated %d; the bound is %d", len(text), n, bound)
+		}
 		if err == nil {
 			checkAgainstEncodingJSON(t, text, e)
 			again, err := envelope.Encode(&e)

@@ -71,8 +71,20 @@
 // Errors map to gcerrors codes by azq's sentinels and the HTTP status of
 // the service's answer: a missing queue is NotFound, a bad argument or an
 // oversized message InvalidArgument, 403 PermissionDenied, 409 (a queue
-// being deleted or disabled) FailedPrecondition, 503 ResourceExhausted.
-// No error is retryable by the portable type: package azure's SDK
-// pipeline retries what can be retried, and the in-process back ends have
-// no transient failures.
+// being deleted or disabled) FailedPrecondition, 503 and 429
+// ResourceExhausted, 500 and 502 Internal, 408, 504 and timeouts
+// DeadlineExceeded.
+//
+// The failures that may pass are retryable (IsRetryable): 408, 429, 500
+// (InternalError, OperationTimedOut), 502, 503 (ServerBusy) and 504
+// answers, connections refused, reset or cut off, and timeouts. gocloud's
+// portable type retries them, with its own back-off on the real clock
+// (a random pause of up to a second, doubling up to 30 seconds), until
+// the call succeeds or the topic or subscription is shut down, so that one
+// does not end a subscription. A retried batch resumes where its try
+// failed: no message is put, deleted or nacked again that the try got
+// through. Any other error is returned at once: a subscription ends with
+// it. Package azure's SDK pipeline retries each request a few times
+// before; the in-process back ends fail only under fault injection
+// (package azqtest's FaultyQueue).
 package azqpubsub

@@ -3,17 +3,31 @@ package azqpubsub
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/envelope"
+	"github.com/azqlib/azq/internal/transient"
 	"gocloud.dev/gcerrors"
 )
 
+// isRetryable reports whether the portable type should make a failed
+// call again: for the failures that may pass (package transient's list:
+// 408, 429, 500, 502, 503 and 504 answers but a durable Service's storage
+// failure, failed connections, timeouts). gocloud retries them with its
+// back-off, on the real clock, until the call succeeds or the topic or
+// subscription is shut down; any other error ends the call, and a
+// subscription's Receive returns it from then on.
+func isRetryable(err error) bool { return transient.Is(err) }
+
 // errorCode maps a back end's error to gocloud's codes: by azq's
 // sentinels first, then by the HTTP status that every *azq.Error carries.
+// Of the retryable errors, ServerBusy and 429 are ResourceExhausted, 500
+// and 502 Internal, 408 and 504 and network timeouts DeadlineExceeded,
+// and a connection that failed otherwise Unknown.
 func errorCode(err error) gcerrors.ErrorCode {
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -35,6 +49,10 @@ func errorCode(err error) gcerrors.ErrorCode {
 	}
 	var ae *azq.Error
 	if !errors.As(err, &ae) {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return gcerrors.DeadlineExceeded
+		}
 		return gcerrors.Unknown
 	}
 	switch ae.StatusCode {
@@ -48,12 +66,14 @@ func errorCode(err error) gcerrors.ErrorCode {
 		// QueueBeingDeleted, QueueDisabled: the queue exists but cannot
 		// take the operation now.
 		return gcerrors.FailedPrecondition
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		// ServerBusy: the account's limits.
 		return gcerrors.ResourceExhausted
+	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
+		return gcerrors.DeadlineExceeded
 	case http.StatusNotImplemented:
 		return gcerrors.Unimplemented
-	case http.StatusInternalServerError:
+	case http.StatusInternalServerError, http.StatusBadGateway:
 		return gcerrors.Internal
 	}
 	return gcerrors.Unknown

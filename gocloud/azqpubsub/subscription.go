@@ -70,6 +70,74 @@ type subscription struct {
 	mu       sync.Mutex    // guards next and interval
 	next     time.Time     // when a polled queue may be asked again; zero: now
 	interval time.Duration // the current poll interval; 0 while messages come
+
+	// done holds the messages that tries of SendAcks and SendNacks which
+	// failed part-way got through, for gocloud's retries to skip.
+	done doneSet
+}
+
+// doneSet remembers, for the retries of calls on lists of messages that
+// failed part-way with a retryable error, which messages the failed tries
+// got through, so that each retry resumes where its try stopped: under
+// one fault in ten requests, a batch of 32 acks started from the top each
+// time would hardly ever get through. gocloud retries a batch with the
+// same AckIDs. A retry that never comes (the subscription shut down while
+// gocloud waited) leaves its messages here.
+type doneSet struct {
+	mu  sync.Mutex // guards ids
+	ids map[driver.AckID]bool
+}
+
+// take returns, and forgets, which of ids an earlier try got through;
+// nil if none, as there are none at all unless a call failed.
+func (s *doneSet) take(ids []driver.AckID) map[driver.AckID]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ids) == 0 {
+		return nil
+	}
+	var done map[driver.AckID]bool
+	for _, id := range ids {
+		if s.ids[id] {
+			if done == nil {
+				done = make(map[driver.AckID]bool)
+			}
+			done[id] = true
+			delete(s.ids, id)
+		}
+	}
+	return done
+}
+
+// keep records that a try got through ids.
+func (s *doneSet) keep(ids []driver.AckID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil {
+		s.ids = make(map[driver.AckID]bool)
+	}
+	for _, id := range ids {
+		s.ids[id] = true
+	}
+}
+
+// each calls f on each message of ids that an earlier try did not get
+// through, stopping at its first error; if that error is retryable, it
+// records what this try got through.
+func (s *doneSet) each(ids []driver.AckID, f func(m *azq.Message) error) error {
+	done := s.take(ids)
+	for i, id := range ids {
+		if done[id] {
+			continue
+		}
+		if err := f(id.(*azq.Message)); err != nil {
+			if isRetryable(err) {
+				s.keep(ids[:i])
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 var _ driver.Subscription = (*subscription)(nil)
@@ -240,15 +308,15 @@ func (s *subscription) poll(ctx context.Context, n int) ([]azq.Message, error) {
 // deleted. A message that is gone already (acked before) or whose receipt
 // is stale (its ack deadline passed and another receiver took it) is
 // passed over, as gocloud asks of a driver; the queue service answers
-// both the same way.
+// both the same way. A retry of a call that failed part-way resumes where
+// it stopped.
 func (s *subscription) SendAcks(ctx context.Context, ids []driver.AckID) error {
-	for _, id := range ids {
-		m := id.(*azq.Message)
+	return s.done.each(ids, func(m *azq.Message) error {
 		if err := s.q.Delete(ctx, m.ID, m.PopReceipt); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
 			return err
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // CanNack implements driver.Subscription.CanNack.
@@ -257,20 +325,21 @@ func (*subscription) CanNack() bool { return true }
 // SendNacks implements driver.Subscription.SendNacks: each message is made
 // visible again at once (Update with a visibility timeout of 0, content
 // kept). A message that is gone or taken by another receiver is passed
-// over.
+// over. A retry of a call that failed part-way resumes where it stopped.
 func (s *subscription) SendNacks(ctx context.Context, ids []driver.AckID) error {
-	for _, id := range ids {
-		m := id.(*azq.Message)
+	return s.done.each(ids, func(m *azq.Message) error {
 		if _, err := s.q.Update(ctx, m.ID, m.PopReceipt, 0, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
 			return err
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-// IsRetryable implements driver.Subscription.IsRetryable (see
-// topic.IsRetryable).
-func (*subscription) IsRetryable(error) bool { return false }
+// IsRetryable implements driver.Subscription.IsRetryable: the failures
+// that may pass (see isRetryable), which gocloud then retries, so that
+// one does not end the subscription. A retried ack finds the messages
+// deleted before the failure gone, and passes over them.
+func (*subscription) IsRetryable(err error) bool { return isRetryable(err) }
 
 // As implements driver.Subscription.As: the queue as *azq.MessageQueue
 // and, by its type, as **azq.Queue or **azure.Queue.

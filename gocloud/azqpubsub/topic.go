@@ -93,6 +93,20 @@ type topic struct {
 	queue  azq.MessageQueue // nil for a fan-out topic
 	fanout *Fanout          // nil for a one-queue topic
 	put    azq.PutOptions
+
+	mu sync.Mutex // guards progress
+	// progress holds how far the messages of batches that failed with a
+	// retryable error got, until gocloud's retry of the batch (the same
+	// messages) takes it. A retry that never comes (the topic shut down
+	// while gocloud waited to retry) leaves its batch here.
+	progress map[*driver.Message]*progress
+}
+
+// progress is how far one message of a failed batch got.
+type progress struct {
+	done   bool               // put everywhere, AfterSend called
+	queues []azq.MessageQueue // the queues that took it
+	sent   []azq.Message      // what they returned, for AfterSend
 }
 
 var _ driver.Topic = (*topic)(nil)
@@ -128,8 +142,10 @@ func newTopic(q azq.MessageQueue, f *Fanout, opts *TopicOptions) *topic {
 
 // SendBatch implements driver.Topic.SendBatch: each message is put, in
 // its envelope, to the topic's queue or to each of its queues in turn. A
-// failure stops the batch; a fan-out message may then be in some queues
-// already, and a retry puts it there again.
+// failure stops the batch. If it is retryable, gocloud sends the batch
+// again, and the retry resumes where the failure stopped: each message
+// goes only to the queues that have not taken it, so that under one fault
+// in ten requests a batch of 32 is not put again and again from its start.
 func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 	queues := []azq.MessageQueue{t.queue}
 	if t.fanout != nil {
@@ -137,46 +153,118 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 			return errNoQueues
 		}
 	}
-	for _, m := range ms {
-		put := &t.put
-		if m.BeforeSend != nil {
-			own := t.put // this message's, for BeforeSend to change
-			put = &own
-			asFunc := func(i any) bool {
-				if p, ok := i.(**azq.PutOptions); ok {
-					*p = put
-					return true
-				}
-				return false
-			}
-			if err := m.BeforeSend(asFunc); err != nil {
-				return err
-			}
+	resume := t.takeProgress(ms)
+	for i, m := range ms {
+		p := resume[m]
+		if p != nil && p.done {
+			continue
 		}
-		text, err := envelope.Encode(&envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
-		if err != nil {
+		if got, err := t.send(ctx, m, queues, p); err != nil {
+			if isRetryable(err) {
+				t.keepProgress(ms[:i], m, got)
+			}
 			return err
-		}
-		var sent []azq.Message // what each queue took, kept for AfterSend only
-		if m.AfterSend != nil {
-			sent = make([]azq.Message, 0, len(queues))
-		}
-		for _, q := range queues {
-			pm, err := q.Put(ctx, text, put)
-			if err != nil {
-				return err
-			}
-			if m.AfterSend != nil {
-				sent = append(sent, pm)
-			}
-		}
-		if m.AfterSend != nil {
-			if err := m.AfterSend(afterSendAs(sent)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
+}
+
+// takeProgress returns, and forgets, how far ms's messages got in an
+// earlier try of the batch; nil if there is none, as there is none at all
+// unless a batch failed.
+func (t *topic) takeProgress(ms []*driver.Message) map[*driver.Message]*progress {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.progress) == 0 {
+		return nil
+	}
+	var resume map[*driver.Message]*progress
+	for _, m := range ms {
+		if p, ok := t.progress[m]; ok {
+			if resume == nil {
+				resume = make(map[*driver.Message]*progress)
+			}
+			resume[m] = p
+			delete(t.progress, m)
+		}
+	}
+	return resume
+}
+
+// keepProgress records, for the retry of a batch that failed at m, that
+// the messages before it are done and that m got as far as p (nil: not
+// into any queue).
+func (t *topic) keepProgress(done []*driver.Message, m *driver.Message, p *progress) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.progress == nil {
+		t.progress = make(map[*driver.Message]*progress)
+	}
+	for _, d := range done {
+		t.progress[d] = &progress{done: true}
+	}
+	if p != nil {
+		t.progress[m] = p
+	}
+}
+
+// send puts m, in its envelope, to each of queues that p (nil: none) does
+// not name, and calls its AfterSend once all have taken it. If that
+// fails, it returns how far m got.
+func (t *topic) send(ctx context.Context, m *driver.Message, queues []azq.MessageQueue, p *progress) (*progress, error) {
+	put := &t.put
+	if m.BeforeSend != nil {
+		own := t.put // this message's, for BeforeSend to change
+		put = &own
+		asFunc := func(i any) bool {
+			if p, ok := i.(**azq.PutOptions); ok {
+				*p = put
+				return true
+			}
+			return false
+		}
+		if err := m.BeforeSend(asFunc); err != nil {
+			return p, err
+		}
+	}
+	text, err := envelope.Encode(&envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
+	if err != nil {
+		return p, err
+	}
+	var sent []azq.Message // what each queue took, kept for AfterSend only
+	if m.AfterSend != nil {
+		sent = make([]azq.Message, 0, len(queues))
+		if p != nil {
+			sent = append(sent, p.sent...)
+		}
+	}
+	for j, q := range queues {
+		if p != nil && slices.Contains(p.queues, q) {
+			continue
+		}
+		pm, err := q.Put(ctx, text, put)
+		if err != nil {
+			// Every queue before q has it, now or from before.
+			got := &progress{queues: slices.Clone(queues[:j]), sent: sent}
+			if p != nil {
+				for _, r := range p.queues {
+					if !slices.Contains(got.queues, r) {
+						got.queues = append(got.queues, r)
+					}
+				}
+			}
+			return got, err
+		}
+		if m.AfterSend != nil {
+			sent = append(sent, pm)
+		}
+	}
+	if m.AfterSend != nil {
+		if err := m.AfterSend(afterSendAs(sent)); err != nil {
+			return &progress{queues: queues, sent: sent}, err
+		}
+	}
+	return nil, nil
 }
 
 // afterSendAs is the As of a message's AfterSend: the message as each
@@ -195,10 +283,11 @@ func afterSendAs(sent []azq.Message) func(any) bool {
 	}
 }
 
-// IsRetryable implements driver.Topic.IsRetryable: never, since the
-// azure adapter's SDK pipeline retries what can be retried, and the
-// in-process back ends have no transient failures.
-func (*topic) IsRetryable(error) bool { return false }
+// IsRetryable implements driver.Topic.IsRetryable: the failures that may
+// pass (see isRetryable), which gocloud then retries. A batch that failed
+// part-way is sent whole again: the messages put before the failure are
+// put twice, which at-least-once delivery allows.
+func (*topic) IsRetryable(err error) bool { return isRetryable(err) }
 
 // As implements driver.Topic.As. A one-queue topic exposes its queue as
 // *azq.MessageQueue and, by its type, as **azq.Queue or **azure.Queue; a

@@ -26,4 +26,17 @@
 //
 // Close ends the subscriptions, hands back the messages they held, and
 // returns when their goroutines have returned.
+//
+// # Failures
+//
+// A subscription keeps going through the failures that may pass — 408,
+// 429, 500, 502, 503 and 504 answers (ServerBusy, InternalError,
+// OperationTimedOut...), connections refused, reset or cut off, timeouts —
+// logging each through the Watermill logger and retrying after a back-off
+// on the queue's clock (see Subscriber). Any other failure of a Get ends
+// the subscription: it is logged and the channel closed. Publish does not
+// retry: it returns the failure, wrapping the back end's error (an
+// *azq.Error for an answer), as Watermill expects of a publisher; a
+// router retries by nacking the message being handled, which is then
+// delivered again, or with its Retry middleware.
 package azqwatermill

@@ -61,7 +61,9 @@ func NewPublisher(account Account, cfg PublisherConfig, logger watermill.LoggerA
 
 // Publish puts the messages, in order, into the topic's queue, each with
 // its own context. It returns at the first failure; the messages before
-// it are in the queue.
+// it are in the queue. It does not retry, whether or not the failure may
+// pass (see the package documentation): the caller does, as a router
+// does by nacking the message it was handling.
 func (p *Publisher) Publish(topic string, messages ...*message.Message) error {
 	if p.closed.Load() {
 		return ErrClosed

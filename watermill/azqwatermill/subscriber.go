@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/envelope"
+	"github.com/azqlib/azq/internal/transient"
 	"github.com/benbjohnson/clock"
 )
 
@@ -68,6 +69,18 @@ type SubscriberConfig struct {
 // before the next, renewing the leases of the messages it holds. Close
 // ends every subscription and hands the messages they held back to the
 // queue, so that other consumers get them at once; no goroutine is left.
+//
+// A subscription keeps going through the failures that may pass — the
+// service busy (ServerBusy, 429), failing (500, OperationTimedOut, 502,
+// 504), a connection refused, reset or cut off, a timeout — logging each
+// through the logger and trying again after a back-off on the queue's
+// clock (if it has one, as azq's and package azure's queues do; the real
+// clock otherwise): a Get after 50 ms, doubling up to MaxPollInterval
+// while the failures last; the Delete of an Ack and the Update of a Nack
+// after 50 ms, doubling, for up to a quarter of the lease, after which
+// the message is left to come back. Any other failure of a Get (the queue
+// deleted, the credentials refused: a 4xx answer) ends the subscription:
+// it is logged as an error and the channel is closed.
 type Subscriber struct {
 	account Account
 	cfg     SubscriberConfig
@@ -220,7 +233,9 @@ func (c *consumer) run(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		if len(c.held) == 0 {
-			c.fetch(ctx)
+			if !c.fetch(ctx) {
+				return
+			}
 			continue
 		}
 		if c.held[0].lost {
@@ -232,8 +247,9 @@ func (c *consumer) run(ctx context.Context) {
 }
 
 // fetch gets a batch of messages into c.held, waiting for them (or,
-// after a failure, backing off) if none come.
-func (c *consumer) fetch(ctx context.Context) {
+// after a transient failure, backing off) if none come. It reports false
+// if the subscription must end: a failure that will not pass.
+func (c *consumer) fetch(ctx context.Context) bool {
 	start := c.clk.Now()
 	msgs, err := c.q.Get(c.req, c.cfg.BatchSize, c.cfg.VisibilityTimeout)
 	if err == nil && len(msgs) == 0 && c.recv != nil {
@@ -248,22 +264,52 @@ func (c *consumer) fetch(ctx context.Context) {
 	}
 	if len(msgs) > 0 {
 		c.poll = minPollInterval
-		return
+		return true
 	}
 	if ctx.Err() != nil {
-		return
+		return true
 	}
 	if err != nil {
+		if !transient.Is(err) {
+			c.logger.Error("Cannot get messages; the subscription ends", err, nil)
+			return false
+		}
 		c.logger.Error("Cannot get messages; trying again", err, watermill.LogFields{"wait": c.poll})
 	}
 	// Nothing came (or the Get failed): wait before the next Get.
-	t := c.clk.Timer(c.poll)
+	c.sleep(ctx, c.poll)
+	c.poll = min(2*c.poll, c.cfg.MaxPollInterval)
+	return true
+}
+
+// sleep waits d on the consumer's clock, or until ctx ends.
+func (c *consumer) sleep(ctx context.Context, d time.Duration) {
+	t := c.clk.Timer(d)
 	select {
 	case <-ctx.Done():
 		t.Stop()
 	case <-t.C:
 	}
-	c.poll = min(2*c.poll, c.cfg.MaxPollInterval)
+}
+
+// retry makes a request about a held message, and again while it fails
+// transiently, after 50 ms and doubling waits up to MaxPollInterval, for
+// up to a quarter of the lease (so that the renewals of the other held
+// messages, due at half of theirs, are not held up past their end), or
+// until the subscription ends. It logs each failure it retries, and
+// returns the last error.
+func (c *consumer) retry(ctx context.Context, what string, id azq.MessageID, req func() error) error {
+	err := req()
+	deadline := c.clk.Now().Add(c.cfg.VisibilityTimeout / 4)
+	for wait := minPollInterval; err != nil && transient.Is(err) && ctx.Err() == nil; wait = min(2*wait, c.cfg.MaxPollInterval) {
+		if c.clk.Now().Add(wait).After(deadline) {
+			break
+		}
+		c.logger.Error("Cannot "+what+"; trying again", err, watermill.LogFields{"message_id": id.String(), "wait": wait})
+		c.sleep(ctx, wait)
+		err = req()
+	}
+	return err
 }
 
 // deliver hands out c.held[0] and waits for its Ack or Nack, renewing the
@@ -302,9 +348,9 @@ func (c *consumer) await(ctx context.Context, wm *message.Message, out *chan *me
 		*out = nil
 		return true
 	case <-wm.Acked():
-		c.ack(l)
+		c.ack(ctx, l)
 	case <-wm.Nacked():
-		c.nack(l)
+		c.nack(ctx, l)
 	case <-renewal:
 		c.timerAt = time.Time{} // spent
 		c.renew()
@@ -314,7 +360,7 @@ func (c *consumer) await(ctx context.Context, wm *message.Message, out *chan *me
 		case <-wm.Acked():
 			// Acked as the subscription ended: delete it rather than
 			// hand it back.
-			c.ack(l)
+			c.ack(ctx, l)
 		default:
 			return false // handed back by run
 		}
@@ -359,13 +405,16 @@ func graceContext(ctx context.Context, grace time.Duration) (req context.Context
 }
 
 // ack deletes an acked message.
-func (c *consumer) ack(l *lease) {
-	err := c.q.Delete(c.req, l.msg.ID, l.msg.PopReceipt)
+func (c *consumer) ack(ctx context.Context, l *lease) {
+	err := c.retry(ctx, "delete an acked message", l.msg.ID, func() error {
+		return c.q.Delete(c.req, l.msg.ID, l.msg.PopReceipt)
+	})
 	switch {
 	case err == nil:
 	case errors.Is(err, azq.ErrMessageNotFound):
-		// Gone already, or its lease was lost and another consumer
-		// has it: it will be delivered again.
+		// Gone already (a try before took effect), or its lease was
+		// lost and another consumer has it: it will be delivered
+		// again.
 		c.logger.Info("An acked message was taken by another consumer before its deletion", watermill.LogFields{"message_id": l.msg.ID.String()})
 	default:
 		c.logger.Error("Cannot delete an acked message; it will be delivered again", err, watermill.LogFields{"message_id": l.msg.ID.String()})
@@ -373,8 +422,12 @@ func (c *consumer) ack(l *lease) {
 }
 
 // nack makes a nacked message visible again after NackDelay.
-func (c *consumer) nack(l *lease) {
-	if _, err := c.q.Update(c.req, l.msg.ID, l.msg.PopReceipt, c.cfg.NackDelay, nil); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+func (c *consumer) nack(ctx context.Context, l *lease) {
+	err := c.retry(ctx, "hand a nacked message back", l.msg.ID, func() error {
+		_, err := c.q.Update(c.req, l.msg.ID, l.msg.PopReceipt, c.cfg.NackDelay, nil)
+		return err
+	})
+	if err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
 		c.logger.Error("Cannot hand a nacked message back; it comes back when its lease ends", err, watermill.LogFields{"message_id": l.msg.ID.String()})
 	}
 }

@@ -278,3 +278,60 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 		t.Fatalf("the failing Get was made %d times, want once", hits)
 	}
 }
+
+// A retry gocloud never makes (it gave up when its context ended) must not
+// keep its batch for ever: what a topic and a subscription remember of
+// failed tries stays bounded however many batches are abandoned.
+func TestAbandonedRetriesAreForgotten(t *testing.T) {
+	_, fq, _ := faultyQueue(t,
+		faults.Rule{Name: "every-second-put", When: faults.When{Operations: []string{"PutMessage"}, Every: 2},
+			Then: faults.Then{Error: faults.CodeServerBusy}},
+		faults.Rule{Name: "every-second-delete", When: faults.When{Operations: []string{"DeleteMessage"}, Every: 2},
+			Then: faults.Then{Error: faults.CodeServerBusy}},
+	)
+	ctx := context.Background()
+	top := newTopic(fq, nil, nil)
+	sub := newSubscription(fq, &SubscriptionOptions{})
+	abandoned := 0
+	for i := 0; i < 3*maxRemembered; i++ {
+		// Two messages: the first is put, the second fails; nobody retries.
+		batch := []*driver.Message{{Body: []byte("a")}, {Body: []byte("b")}}
+		if err := top.SendBatch(ctx, batch); err != nil {
+			abandoned++
+		}
+	}
+	if abandoned < maxRemembered {
+		t.Fatalf("only %d batches failed; the test needs more than %d", abandoned, maxRemembered)
+	}
+	top.mu.Lock()
+	kept := len(top.progress)
+	top.mu.Unlock()
+	if kept > maxRemembered {
+		t.Errorf("the topic remembers %d messages of abandoned batches, more than %d", kept, maxRemembered)
+	}
+
+	// The subscription: acks of two messages at a time, the second of
+	// each failing; every call's progress is left for a retry.
+	for i := 0; i < 2*3*maxRemembered; i++ {
+		if _, err := fq.Put(ctx, "m", nil); err != nil && !sub.IsRetryable(err) {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3*maxRemembered; i++ {
+		got, err := sub.ReceiveBatch(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []driver.AckID
+		for _, m := range got {
+			ids = append(ids, m.AckID)
+		}
+		_ = sub.SendAcks(ctx, ids) // fails part-way at times; nobody retries
+	}
+	sub.done.mu.Lock()
+	kept = len(sub.done.ids)
+	sub.done.mu.Unlock()
+	if kept > maxRemembered {
+		t.Errorf("the subscription remembers %d acks of abandoned tries, more than %d", kept, maxRemembered)
+	}
+}

@@ -81,8 +81,10 @@ type subscription struct {
 // got through, so that each retry resumes where its try stopped: under
 // one fault in ten requests, a batch of 32 acks started from the top each
 // time would hardly ever get through. gocloud retries a batch with the
-// same AckIDs. A retry that never comes (the subscription shut down while
-// gocloud waited) leaves its messages here.
+// same AckIDs. A retry that never comes (gocloud gave up when its context
+// ended) leaves its messages here, so the set forgets everything once it
+// holds maxRemembered of them: a retry that then starts from the top acks
+// again what is gone already, which the subscription takes as done.
 type doneSet struct {
 	mu  sync.Mutex // guards ids
 	ids map[driver.AckID]bool
@@ -113,7 +115,7 @@ func (s *doneSet) take(ids []driver.AckID) map[driver.AckID]bool {
 func (s *doneSet) keep(ids []driver.AckID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ids == nil {
+	if s.ids == nil || len(s.ids)+len(ids) > maxRemembered {
 		s.ids = make(map[driver.AckID]bool)
 	}
 	for _, id := range ids {

@@ -97,10 +97,18 @@ type topic struct {
 	mu sync.Mutex // guards progress
 	// progress holds how far the messages of batches that failed with a
 	// retryable error got, until gocloud's retry of the batch (the same
-	// messages) takes it. A retry that never comes (the topic shut down
-	// while gocloud waited to retry) leaves its batch here.
+	// messages) takes it. A retry that never comes (gocloud gave up when
+	// its context ended) leaves its batch here, so the map is emptied once
+	// it holds maxRemembered messages: a retry that then starts from the
+	// top puts again what it had put, a duplicate that at-least-once
+	// delivery allows.
 	progress map[*driver.Message]*progress
 }
+
+// maxRemembered bounds what a topic or subscription keeps of failed tries
+// for their retries: enough for every batch gocloud may retry at once
+// (its batchers run at most a few hundred messages), and little memory.
+const maxRemembered = 4096
 
 // progress is how far one message of a failed batch got.
 type progress struct {
@@ -197,7 +205,7 @@ func (t *topic) takeProgress(ms []*driver.Message) map[*driver.Message]*progress
 func (t *topic) keepProgress(done []*driver.Message, m *driver.Message, p *progress) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.progress == nil {
+	if t.progress == nil || len(t.progress)+len(done)+1 > maxRemembered {
 		t.progress = make(map[*driver.Message]*progress)
 	}
 	for _, d := range done {

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -113,5 +114,39 @@ func TestThrottleRefusalTakesNothing(t *testing.T) {
 		if in.Decide(list).Fails() {
 			t.Fatalf("the account's bucket lost tokens to refused requests (request %d)", i)
 		}
+	}
+}
+
+// BenchmarkThrottleNames measures one decision of the throttle after it
+// has seen a number of distinct queue names, all within the last second
+// (the clock stands still), as when a client names queue after queue
+// that does not exist. The decisions cycle through the names, so that
+// every one of them is as recent as it can be. The cost of a decision
+// must not depend on the number of names.
+func BenchmarkThrottleNames(b *testing.B) {
+	for _, n := range []struct {
+		name string
+		n    int
+	}{{"1e3", 1e3}, {"1e4", 1e4}, {"1e5", 1e5}, {"1e6", 1e6}} {
+		b.Run("names="+n.name, func(b *testing.B) {
+			mock := clock.NewMock()
+			// Rates high enough that no decision is a refusal.
+			in, err := New(Options{Clock: mock, Config: Config{Throttle: &Throttle{QueueMessagesPerSecond: maxRate, AccountRequestsPerSecond: maxRate}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			reqs := make([]Request, n.n)
+			for i := range reqs {
+				reqs[i] = Request{Operation: "PutMessage", Account: "devstoreaccount1", Queue: fmt.Sprintf("q-%07d", i), Messages: 1}
+				in.Decide(reqs[i])
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if in.Decide(reqs[i%len(reqs)]).Fails() {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }

@@ -198,7 +198,7 @@ func (in *Injector) SetThrottle(t *Throttle) error {
 	defer in.mu.Unlock()
 	in.throttle = nil
 	if t != nil && (t.QueueMessagesPerSecond > 0 || t.AccountRequestsPerSecond > 0) {
-		in.throttle = newLimiter(*t)
+		in.throttle = newLimiter(*t, maxBuckets)
 	}
 	in.active.Store(len(in.rules) > 0 || in.throttle != nil)
 	return nil

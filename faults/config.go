@@ -335,8 +335,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes s as the admin endpoint shows it: the seed, each
-// rule in the rules file's form with its counters, and the throttle with
-// the number of requests it refused.
+// rule in the rules file's form with its counters, the throttle, and the
+// number of requests refused by a throttle since the Injector was made.
 func (s Status) MarshalJSON() ([]byte, error) {
 	type ruleView struct {
 		ruleJSON

@@ -73,7 +73,6 @@ type limiter struct {
 	cfg      Throttle
 	accounts *table[string]
 	queues   *table[[2]string]
-	refused  int64
 }
 
 func newLimiter(t Throttle, capacity int) *limiter {
@@ -90,7 +89,6 @@ func (l *limiter) admit(r Request, now time.Time) (Reason, bool) {
 		var ab bucket
 		ab, aslot = l.accounts.get(r.Account, now, arate)
 		if alevel = ab.level(now, arate); alevel < 1 {
-			l.refused++
 			return ReasonOperations, false
 		}
 	}
@@ -101,7 +99,6 @@ func (l *limiter) admit(r Request, now time.Time) (Reason, bool) {
 		// under 32) waits for a full bucket rather than never passing.
 		qlevel := qb.level(now, qrate)
 		if qlevel < math.Min(need, math.Max(qrate, 1)) {
-			l.refused++
 			return ReasonBusy, false
 		}
 		l.queues.put(qslot, key, bucket{tokens: qlevel - need, at: now}, now, qrate)

@@ -78,10 +78,13 @@ type (
 // maxConfig bounds a rules file or body: rules are a few hundred bytes.
 const maxConfig = 1 << 20
 
-// Load reads and checks a rules file. Its errors name the file and the
-// field (a *FieldError).
+// Load reads and checks a rules file: a regular file of at most 1 MiB.
+// Its errors name the file and the field (a *FieldError), or say that the
+// file is something else (a directory, a named pipe, a device such as
+// /dev/zero) or longer, before reading it; or they are the error of
+// opening or reading it.
 func Load(file string) (Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := readRules(file)
 	if err != nil {
 		return Config{}, err
 	}
@@ -96,6 +99,76 @@ func Load(file string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", file, err)
 	}
 	return c, nil
+}
+
+// readRules reads file, refusing what is not a regular file of at most
+// maxConfig bytes before reading it: a named pipe or a device may never
+// end, and a long file is not rules.
+func readRules(file string) ([]byte, error) {
+	// Stat first, so that a named pipe is refused without opening it
+	// (opening one for reading waits for a writer); then check what was
+	// opened, without blocking, in case the file changed in between.
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRulesFile(file, info); err != nil {
+		return nil, err
+	}
+	return openRules(file)
+}
+
+// openRules reads file as readRules does, checking what it opened.
+func openRules(file string) ([]byte, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRulesFile(file, info); err != nil {
+		return nil, err
+	}
+	// The file may grow while it is read: read one byte past the limit
+	// at most.
+	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfig {
+		return nil, tooLong(file)
+	}
+	return data, nil
+}
+
+// checkRulesFile refuses a file that is not a regular file of at most
+// maxConfig bytes.
+func checkRulesFile(file string, info os.FileInfo) error {
+	if mode := info.Mode(); !mode.IsRegular() {
+		what := "not a regular file"
+		switch {
+		case mode.IsDir():
+			what = "a directory, not a file"
+		case mode&os.ModeNamedPipe != 0:
+			what = "a named pipe, not a regular file"
+		case mode&os.ModeDevice != 0:
+			what = "a device, not a regular file"
+		case mode&os.ModeSocket != 0:
+			what = "a socket, not a regular file"
+		}
+		return &FieldError{File: file, Err: errors.New(what + ": the rules are read from a JSON file")}
+	}
+	if info.Size() > maxConfig {
+		return tooLong(file)
+	}
+	return nil
+}
+
+func tooLong(file string) error {
+	return &FieldError{File: file, Err: fmt.Errorf("longer than %d bytes (1 MiB), the most a rules file holds", maxConfig)}
 }
 
 // Parse reads and checks a rules file's contents: JSON with the fields

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -135,6 +136,44 @@ func TestLoadNamesTheFile(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// Load refuses what is not a regular file of at most 1 MiB before
+// reading it: /dev/zero and a named pipe never end (the pipe is tested in
+// config_unix_test.go), a directory is not rules, and a long file is not
+// read to be refused.
+func TestLoadRefusesWhatIsNotARulesFile(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, "long.json")
+	if err := os.WriteFile(long, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(long, 10<<20); err != nil { // sparse: 10 MB of holes
+		t.Fatal(err)
+	}
+	cases := []struct{ file, want string }{
+		{dir, dir + ": a directory, not a file"},
+		{long, long + ": longer than 1048576 bytes (1 MiB)"},
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		cases = append(cases, struct{ file, want string }{"/dev/zero", "/dev/zero: a device, not a regular file"})
+	}
+	for _, tc := range cases {
+		_, err := Load(tc.file)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.File != tc.file || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Load(%s) = %v, want %s…", tc.file, err, tc.want)
+		}
+	}
+	// A file of exactly 1 MiB is read, and Parse judges it.
+	exact := filepath.Join(dir, "exact.json")
+	doc := append([]byte(`{"rules": []}`), bytes.Repeat([]byte(" "), maxConfig-13)...)
+	if err := os.WriteFile(exact, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(exact); err != nil {
+		t.Fatalf("a rules file of 1 MiB: %v", err)
 	}
 }
 

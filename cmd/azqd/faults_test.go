@@ -145,6 +145,19 @@ func TestFaultsFileErrors(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
+	// What is not a rules file stops azqd at once, unread: /dev/zero
+	// never ends, and azqd used to read it until memory ran out.
+	dir := t.TempDir()
+	notFiles := map[string]string{dir: dir + ": a directory, not a file"}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		notFiles["/dev/zero"] = "/dev/zero: a device, not a regular file"
+	}
+	for file, want := range notFiles {
+		err = run(testContext(t), []string{"-addr", "127.0.0.1:0", "-faults", file}, &bytes.Buffer{}, &stderr)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("-faults %s: err = %v, want …%s…", file, err, want)
+		}
+	}
 }
 
 // /metrics is the Prometheus text format, which Prometheus's own parser

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -172,7 +173,7 @@ func tooLong(file string) error {
 }
 
 // Parse reads and checks a rules file's contents: JSON with the fields
-// Config's example shows, nothing else. Its errors are *FieldErrors that
+// Config's example shows, spelled exactly (case and all), nothing else. Its errors are *FieldErrors that
 // name the field, as "rules[2].when.probability".
 func Parse(data []byte) (Config, error) {
 	var cj configJSON
@@ -293,9 +294,15 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
+// decodeStrict decodes data into v, refusing any field v does not have:
+// names differing only in case, which encoding/json would take, as much
+// as unknown ones.
 func decodeStrict(data []byte, v any) error {
 	if len(data) > maxConfig {
 		return fmt.Errorf("longer than %d bytes", maxConfig)
+	}
+	if err := exactFields(data, reflect.TypeOf(v).Elem()); err != nil {
+		return err
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
@@ -308,9 +315,119 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// exactFields refuses the first field of the JSON object data, in the
+// document's order, whose name is not exactly one of the JSON names of
+// struct type t, as a *FieldError that gives the name it comes nearest
+// to. It looks into the fields that are structs themselves (a rule's when
+// and then). What is not an object, or not valid JSON, it leaves to the
+// decoder to refuse.
+func exactFields(data []byte, t reflect.Type) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	fields := jsonFields(t)
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := d.Decode(&value); err != nil {
+			return nil
+		}
+		ft, ok := fields[key]
+		if !ok {
+			names := make([]string, 0, len(fields))
+			for i := 0; i < t.NumField(); i++ {
+				names = append(names, jsonName(t.Field(i)))
+			}
+			if near := nearest(key, names); near != "" {
+				return fieldErr("", "unknown field %q; did you mean %q?", key, near)
+			}
+			return fieldErr("", "unknown field %q; the fields are %s", key, strings.Join(names, ", "))
+		}
+		if ft.Kind() == reflect.Struct {
+			if err := exactFields(value, ft); err != nil {
+				return within(key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields maps the JSON names of struct type t's fields to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		m[jsonName(t.Field(i))] = t.Field(i).Type
+	}
+	return m
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+// nearest returns the name of names that key comes nearest to, for a
+// did-you-mean hint: one that differs in case only, else one that starts
+// with key (a name cut short), else the nearest within two edits; or "".
+func nearest(key string, names []string) string {
+	lower := strings.ToLower(key)
+	for _, n := range names {
+		if strings.EqualFold(n, key) {
+			return n
+		}
+	}
+	if len(key) >= 3 {
+		for _, n := range names {
+			if strings.HasPrefix(n, lower) {
+				return n
+			}
+		}
+	}
+	best, bestDist := "", 3
+	for _, n := range names {
+		if d := editDistance(lower, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // jsonError turns a decoding error into a FieldError naming the field
 // (type errors) or the place in data (syntax errors).
 func jsonError(path string, data []byte, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		if path == "" {
+			return fe
+		}
+		return within(path, fe)
+	}
 	join := func(field string) string {
 		switch {
 		case path == "":

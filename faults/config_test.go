@@ -62,11 +62,19 @@ func TestParseNamesTheField(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{`{"rules": [`, `line 1, column 12: the JSON text ends early`},
 		{`[]`, `want an object, got a JSON array`},
-		{`{"rule": []}`, `unknown field "rule"`},
+		{`{"rule": []}`, `unknown field "rule"; did you mean "rules"?`},
 		{`{"seed": -1}`, `seed: want a number, got a JSON number -1`},
 		{`{"rules": {}}`, `rules: want an array, got a JSON object`},
-		{`{"rules": [{"when": {}, "then": {"delay": "1ms"}, "extra": 1}]}`, `rules[0]: unknown field "extra"`},
-		{rule(`"probabilty": 0.5`, `"error": "ServerBusy"`), `rules[1]: unknown field "probabilty"`},
+		{`{"rules": [{"when": {}, "then": {"delay": "1ms"}, "extra": 1}]}`, `rules[0]: unknown field "extra"; the fields are name, when, then`},
+		{rule(`"probabilty": 0.5`, `"error": "ServerBusy"`), `rules[1].when: unknown field "probabilty"; did you mean "probability"?`},
+		// Field names are matched exactly, case and all.
+		{`{"Seed": 1}`, `unknown field "Seed"; did you mean "seed"?`},
+		{`{"rules": [{"Then": {"delay": "1ms"}}]}`, `rules[0]: unknown field "Then"; did you mean "then"?`},
+		{rule(`"Operations": ["PutMessage"]`, `"error": "ServerBusy"`), `rules[1].when: unknown field "Operations"; did you mean "operations"?`},
+		{rule(``, `"error": "Teapot", "Status": 418`), `rules[1].then: unknown field "Status"; did you mean "status"?`},
+		{rule(``, `"error": "ServerBusy", "maxDelay": "1s"`), `rules[1].then: unknown field "maxDelay"; did you mean "max_delay"?`},
+		{`{"throttle": {"Queue_Messages_Per_Second": 5}}`, `throttle: unknown field "Queue_Messages_Per_Second"; did you mean "queue_messages_per_second"?`},
+		{`{"rules": [{"when": {"times": 1, "TIMES": 2}, "then": {"delay": "1ms"}}]}`, `rules[0].when: unknown field "TIMES"; did you mean "times"?`},
 		{rule(`"operations": ["PutMessages"]`, `"error": "ServerBusy"`), `rules[1].when.operations[0]: "PutMessages" is not an operation; did you mean PutMessage? want one of ListQueues,`},
 		{rule(`"operations": "PutMessage"`, `"error": "ServerBusy"`), `rules[1].when.operations: want an array, got a JSON string`},
 		{rule(`"queue": "Orders"`, `"error": "ServerBusy"`), `rules[1].when.queue: "Orders": queue names have lower-case letters, digits and '-' only`},
@@ -107,7 +115,7 @@ func TestParseNamesTheField(t *testing.T) {
 		{`{"rules": [{"name": "a b", "then": {"delay": "1ms"}}]}`, `rules[0].name: "a b": want 1 to 64 letters`},
 		{`{"rules": [{"name": "x", "then": {"delay": "1ms"}}, {"name": "x", "then": {"delay": "1ms"}}]}`, `rules[1].name: "x" is the name of rules[0] too`},
 		{`{"throttle": {"queue_messages_per_second": -5}}`, `throttle.queue_messages_per_second: -5: want a rate from 0`},
-		{`{"throttle": {"account_requests": 5}}`, `throttle: unknown field "account_requests"`},
+		{`{"throttle": {"account_requests": 5}}`, `throttle: unknown field "account_requests"; did you mean "account_requests_per_second"?`},
 		{`{"rules": []} {}`, `text after the JSON value`},
 	} {
 		_, err := Parse([]byte(tc.doc))

@@ -189,16 +189,18 @@ func (t *table[K]) put(i int32, key K, b bucket, now time.Time, rate float64) {
 // buckets of a table fill at the same rate to the same capacity, so the
 // lower of two now stays the lower until both are full.
 func (t *table[K]) drop(b bucket, now time.Time, rate float64) {
-	capacity := math.Max(rate, 1)
-	if b.level(now, rate) >= capacity {
+	level := unfilled(b, now, rate)
+	if level >= math.Max(rate, 1) {
 		return // a full bucket is the same as none
 	}
-	if t.dropped.at.IsZero() || t.dropped.level(now, rate) >= capacity || unfilled(b, now, rate) < unfilled(t.dropped, now, rate) {
+	// A full bucket dropped earlier is above level too.
+	if t.dropped.at.IsZero() || level < unfilled(t.dropped, now, rate) {
 		t.dropped = b
 	}
 }
 
-// unfilled is b's tokens at now without the cap of a full bucket.
+// unfilled is b's tokens at now without the cap of a full bucket: it
+// orders two buckets of a table as their levels do, at now and after.
 func unfilled(b bucket, now time.Time, rate float64) float64 {
 	return b.tokens + now.Sub(b.at).Seconds()*rate
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -78,10 +79,13 @@ type (
 // maxConfig bounds a rules file or body: rules are a few hundred bytes.
 const maxConfig = 1 << 20
 
-// Load reads and checks a rules file. Its errors name the file and the
-// field (a *FieldError).
+// Load reads and checks a rules file: a regular file of at most 1 MiB.
+// Its errors name the file and the field (a *FieldError), or say that the
+// file is something else (a directory, a named pipe, a device such as
+// /dev/zero) or longer, before reading it; or they are the error of
+// opening or reading it.
 func Load(file string) (Config, error) {
-	data, err := os.ReadFile(file)
+	data, err := readRules(file)
 	if err != nil {
 		return Config{}, err
 	}
@@ -98,8 +102,78 @@ func Load(file string) (Config, error) {
 	return c, nil
 }
 
+// readRules reads file, refusing what is not a regular file of at most
+// maxConfig bytes before reading it: a named pipe or a device may never
+// end, and a long file is not rules.
+func readRules(file string) ([]byte, error) {
+	// Stat first, so that a named pipe is refused without opening it
+	// (opening one for reading waits for a writer); then check what was
+	// opened, without blocking, in case the file changed in between.
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRulesFile(file, info); err != nil {
+		return nil, err
+	}
+	return openRules(file)
+}
+
+// openRules reads file as readRules does, checking what it opened.
+func openRules(file string) ([]byte, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRulesFile(file, info); err != nil {
+		return nil, err
+	}
+	// The file may grow while it is read: read one byte past the limit
+	// at most.
+	data, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConfig {
+		return nil, tooLong(file)
+	}
+	return data, nil
+}
+
+// checkRulesFile refuses a file that is not a regular file of at most
+// maxConfig bytes.
+func checkRulesFile(file string, info os.FileInfo) error {
+	if mode := info.Mode(); !mode.IsRegular() {
+		what := "not a regular file"
+		switch {
+		case mode.IsDir():
+			what = "a directory, not a file"
+		case mode&os.ModeNamedPipe != 0:
+			what = "a named pipe, not a regular file"
+		case mode&os.ModeDevice != 0:
+			what = "a device, not a regular file"
+		case mode&os.ModeSocket != 0:
+			what = "a socket, not a regular file"
+		}
+		return &FieldError{File: file, Err: errors.New(what + ": the rules are read from a JSON file")}
+	}
+	if info.Size() > maxConfig {
+		return tooLong(file)
+	}
+	return nil
+}
+
+func tooLong(file string) error {
+	return &FieldError{File: file, Err: fmt.Errorf("longer than %d bytes (1 MiB), the most a rules file holds", maxConfig)}
+}
+
 // Parse reads and checks a rules file's contents: JSON with the fields
-// Config's example shows, nothing else. Its errors are *FieldErrors that
+// Config's example shows, spelled exactly (case and all), nothing else. Its errors are *FieldErrors that
 // name the field, as "rules[2].when.probability".
 func Parse(data []byte) (Config, error) {
 	var cj configJSON
@@ -220,9 +294,15 @@ func formatDuration(d time.Duration) string {
 	return d.String()
 }
 
+// decodeStrict decodes data into v, refusing any field v does not have:
+// names differing only in case, which encoding/json would take, as much
+// as unknown ones.
 func decodeStrict(data []byte, v any) error {
 	if len(data) > maxConfig {
 		return fmt.Errorf("longer than %d bytes", maxConfig)
+	}
+	if err := exactFields(data, reflect.TypeOf(v).Elem()); err != nil {
+		return err
 	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
@@ -235,9 +315,119 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
+// exactFields refuses the first field of the JSON object data, in the
+// document's order, whose name is not exactly one of the JSON names of
+// struct type t, as a *FieldError that gives the name it comes nearest
+// to. It looks into the fields that are structs themselves (a rule's when
+// and then). What is not an object, or not valid JSON, it leaves to the
+// decoder to refuse.
+func exactFields(data []byte, t reflect.Type) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	fields := jsonFields(t)
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := d.Decode(&value); err != nil {
+			return nil
+		}
+		ft, ok := fields[key]
+		if !ok {
+			names := make([]string, 0, len(fields))
+			for i := 0; i < t.NumField(); i++ {
+				names = append(names, jsonName(t.Field(i)))
+			}
+			if near := nearest(key, names); near != "" {
+				return fieldErr("", "unknown field %q; did you mean %q?", key, near)
+			}
+			return fieldErr("", "unknown field %q; the fields are %s", key, strings.Join(names, ", "))
+		}
+		if ft.Kind() == reflect.Struct {
+			if err := exactFields(value, ft); err != nil {
+				return within(key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields maps the JSON names of struct type t's fields to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		m[jsonName(t.Field(i))] = t.Field(i).Type
+	}
+	return m
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+// nearest returns the name of names that key comes nearest to, for a
+// did-you-mean hint: one that differs in case only, else one that starts
+// with key (a name cut short), else the nearest within two edits; or "".
+func nearest(key string, names []string) string {
+	lower := strings.ToLower(key)
+	for _, n := range names {
+		if strings.EqualFold(n, key) {
+			return n
+		}
+	}
+	if len(key) >= 3 {
+		for _, n := range names {
+			if strings.HasPrefix(n, lower) {
+				return n
+			}
+		}
+	}
+	best, bestDist := "", 3
+	for _, n := range names {
+		if d := editDistance(lower, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // jsonError turns a decoding error into a FieldError naming the field
 // (type errors) or the place in data (syntax errors).
 func jsonError(path string, data []byte, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		if path == "" {
+			return fe
+		}
+		return within(path, fe)
+	}
 	join := func(field string) string {
 		switch {
 		case path == "":
@@ -335,8 +525,8 @@ func (c Config) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes s as the admin endpoint shows it: the seed, each
-// rule in the rules file's form with its counters, and the throttle with
-// the number of requests it refused.
+// rule in the rules file's form with its counters, the throttle, and the
+// number of requests refused by a throttle since the Injector was made.
 func (s Status) MarshalJSON() ([]byte, error) {
 	type ruleView struct {
 		ruleJSON

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -61,11 +62,19 @@ func TestParseNamesTheField(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{`{"rules": [`, `line 1, column 12: the JSON text ends early`},
 		{`[]`, `want an object, got a JSON array`},
-		{`{"rule": []}`, `unknown field "rule"`},
+		{`{"rule": []}`, `unknown field "rule"; did you mean "rules"?`},
 		{`{"seed": -1}`, `seed: want a number, got a JSON number -1`},
 		{`{"rules": {}}`, `rules: want an array, got a JSON object`},
-		{`{"rules": [{"when": {}, "then": {"delay": "1ms"}, "extra": 1}]}`, `rules[0]: unknown field "extra"`},
-		{rule(`"probabilty": 0.5`, `"error": "ServerBusy"`), `rules[1]: unknown field "probabilty"`},
+		{`{"rules": [{"when": {}, "then": {"delay": "1ms"}, "extra": 1}]}`, `rules[0]: unknown field "extra"; the fields are name, when, then`},
+		{rule(`"probabilty": 0.5`, `"error": "ServerBusy"`), `rules[1].when: unknown field "probabilty"; did you mean "probability"?`},
+		// Field names are matched exactly, case and all.
+		{`{"Seed": 1}`, `unknown field "Seed"; did you mean "seed"?`},
+		{`{"rules": [{"Then": {"delay": "1ms"}}]}`, `rules[0]: unknown field "Then"; did you mean "then"?`},
+		{rule(`"Operations": ["PutMessage"]`, `"error": "ServerBusy"`), `rules[1].when: unknown field "Operations"; did you mean "operations"?`},
+		{rule(``, `"error": "Teapot", "Status": 418`), `rules[1].then: unknown field "Status"; did you mean "status"?`},
+		{rule(``, `"error": "ServerBusy", "maxDelay": "1s"`), `rules[1].then: unknown field "maxDelay"; did you mean "max_delay"?`},
+		{`{"throttle": {"Queue_Messages_Per_Second": 5}}`, `throttle: unknown field "Queue_Messages_Per_Second"; did you mean "queue_messages_per_second"?`},
+		{`{"rules": [{"when": {"times": 1, "TIMES": 2}, "then": {"delay": "1ms"}}]}`, `rules[0].when: unknown field "TIMES"; did you mean "times"?`},
 		{rule(`"operations": ["PutMessages"]`, `"error": "ServerBusy"`), `rules[1].when.operations[0]: "PutMessages" is not an operation; did you mean PutMessage? want one of ListQueues,`},
 		{rule(`"operations": "PutMessage"`, `"error": "ServerBusy"`), `rules[1].when.operations: want an array, got a JSON string`},
 		{rule(`"queue": "Orders"`, `"error": "ServerBusy"`), `rules[1].when.queue: "Orders": queue names have lower-case letters, digits and '-' only`},
@@ -106,7 +115,7 @@ func TestParseNamesTheField(t *testing.T) {
 		{`{"rules": [{"name": "a b", "then": {"delay": "1ms"}}]}`, `rules[0].name: "a b": want 1 to 64 letters`},
 		{`{"rules": [{"name": "x", "then": {"delay": "1ms"}}, {"name": "x", "then": {"delay": "1ms"}}]}`, `rules[1].name: "x" is the name of rules[0] too`},
 		{`{"throttle": {"queue_messages_per_second": -5}}`, `throttle.queue_messages_per_second: -5: want a rate from 0`},
-		{`{"throttle": {"account_requests": 5}}`, `throttle: unknown field "account_requests"`},
+		{`{"throttle": {"account_requests": 5}}`, `throttle: unknown field "account_requests"; did you mean "account_requests_per_second"?`},
 		{`{"rules": []} {}`, `text after the JSON value`},
 	} {
 		_, err := Parse([]byte(tc.doc))
@@ -135,6 +144,44 @@ func TestLoadNamesTheFile(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// Load refuses what is not a regular file of at most 1 MiB before
+// reading it: /dev/zero and a named pipe never end (the pipe is tested in
+// config_unix_test.go), a directory is not rules, and a long file is not
+// read to be refused.
+func TestLoadRefusesWhatIsNotARulesFile(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, "long.json")
+	if err := os.WriteFile(long, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(long, 10<<20); err != nil { // sparse: 10 MB of holes
+		t.Fatal(err)
+	}
+	cases := []struct{ file, want string }{
+		{dir, dir + ": a directory, not a file"},
+		{long, long + ": longer than 1048576 bytes (1 MiB)"},
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		cases = append(cases, struct{ file, want string }{"/dev/zero", "/dev/zero: a device, not a regular file"})
+	}
+	for _, tc := range cases {
+		_, err := Load(tc.file)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.File != tc.file || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Load(%s) = %v, want %s…", tc.file, err, tc.want)
+		}
+	}
+	// A file of exactly 1 MiB is read, and Parse judges it.
+	exact := filepath.Join(dir, "exact.json")
+	doc := append([]byte(`{"rules": []}`), bytes.Repeat([]byte(" "), maxConfig-13)...)
+	if err := os.WriteFile(exact, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(exact); err != nil {
+		t.Fatalf("a rules file of 1 MiB: %v", err)
 	}
 }
 

@@ -84,6 +84,11 @@ type Injector struct {
 	rules    []*ruleState
 	next     uint64 // the number of the next rule added, from 1
 	throttle *limiter
+	// throttled counts the requests a throttle refused, since New.
+	throttled int64
+	// retired holds the hits of the rules removed, by name, so that
+	// Totals never goes back.
+	retired map[string]int64
 }
 
 // ruleState is a rule with its counters and random generator.
@@ -170,6 +175,7 @@ func (in *Injector) Remove(name string) bool {
 	defer in.mu.Unlock()
 	for i, st := range in.rules {
 		if st.Name == name {
+			in.retireLocked(st)
 			in.rules = append(in.rules[:i], in.rules[i+1:]...)
 			in.active.Store(len(in.rules) > 0 || in.throttle != nil)
 			return true
@@ -182,12 +188,27 @@ func (in *Injector) Remove(name string) bool {
 func (in *Injector) Clear() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	for _, st := range in.rules {
+		in.retireLocked(st)
+	}
 	in.rules = nil
 	in.active.Store(in.throttle != nil)
 }
 
+// retireLocked keeps the hits of st, which is being removed, for Totals.
+func (in *Injector) retireLocked(st *ruleState) {
+	if st.hits == 0 {
+		return
+	}
+	if in.retired == nil {
+		in.retired = map[string]int64{}
+	}
+	in.retired[st.Name] += st.hits
+}
+
 // SetThrottle replaces the throttle, emptying its buckets; nil turns
-// throttling off.
+// throttling off. The count of requests refused goes on from where it
+// was.
 func (in *Injector) SetThrottle(t *Throttle) error {
 	if t != nil {
 		if err := t.Validate(); err != nil {
@@ -198,7 +219,7 @@ func (in *Injector) SetThrottle(t *Throttle) error {
 	defer in.mu.Unlock()
 	in.throttle = nil
 	if t != nil && (t.QueueMessagesPerSecond > 0 || t.AccountRequestsPerSecond > 0) {
-		in.throttle = newLimiter(*t)
+		in.throttle = newLimiter(*t, maxBuckets)
 	}
 	in.active.Store(len(in.rules) > 0 || in.throttle != nil)
 	return nil
@@ -218,11 +239,14 @@ type RuleStatus struct {
 }
 
 // Status is the state of an Injector: its rules with their counters, and
-// its throttle with the number of requests it refused.
+// its throttle.
 type Status struct {
-	Seed      uint64
-	Rules     []RuleStatus
-	Throttle  *Throttle
+	Seed     uint64
+	Rules    []RuleStatus
+	Throttle *Throttle
+	// Throttled counts the requests refused by a throttle since the
+	// Injector was made: replacing the throttle or turning it off does
+	// not set it back.
 	Throttled int64
 }
 
@@ -239,9 +263,36 @@ func (in *Injector) Status() Status {
 	}
 	if in.throttle != nil {
 		t := in.throttle.cfg
-		s.Throttle, s.Throttled = &t, in.throttle.refused
+		s.Throttle = &t
 	}
+	s.Throttled = in.throttled
 	return s
+}
+
+// Totals are an Injector's counters since New. They never go back,
+// whatever rules are removed or throttle replaced, as the counters of a
+// metrics scrape must not.
+type Totals struct {
+	// Hits counts the times the rules fired, by rule name: every rule
+	// there is, and every rule removed after it fired. A rule added under
+	// the name of one removed adds to its count.
+	Hits map[string]int64
+	// Throttled counts the requests refused by a throttle.
+	Throttled int64
+}
+
+// Totals returns the Injector's counters since New.
+func (in *Injector) Totals() Totals {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	t := Totals{Hits: make(map[string]int64, len(in.retired)+len(in.rules)), Throttled: in.throttled}
+	for name, n := range in.retired {
+		t.Hits[name] = n
+	}
+	for _, st := range in.rules {
+		t.Hits[st.Name] += st.hits
+	}
+	return t
 }
 
 // Hits returns how many times the named rule has fired (0 if there is no
@@ -267,6 +318,7 @@ func (in *Injector) Decide(r Request) Decision {
 	var d Decision
 	if in.throttle != nil {
 		if reason, ok := in.throttle.admit(r, now); !ok {
+			in.throttled++
 			d.Error, d.Rule, d.Throttled = ServerBusy(reason), ThrottleRule, true
 			return d
 		}

@@ -224,3 +224,54 @@ func TestDescriptions(t *testing.T) {
 		}
 	}
 }
+
+// The counts of requests throttled and of rule hits never go back while
+// the Injector lives: replacing or removing the throttle, removing a rule
+// or clearing them all keeps what was counted.
+func TestCountsNeverGoBack(t *testing.T) {
+	in, _ := newThrottled(t, Throttle{QueueMessagesPerSecond: 1})
+	in.Decide(put)
+	for i := 0; i < 3; i++ {
+		if !in.Decide(put).Throttled {
+			t.Fatalf("put %d passed", i)
+		}
+	}
+	if err := in.SetThrottle(&Throttle{QueueMessagesPerSecond: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if st := in.Status(); st.Throttled != 3 {
+		t.Fatalf("after the throttle was replaced, Throttled = %d, want 3", st.Throttled)
+	}
+	in.Decide(put)
+	in.Decide(put) // refused by the new throttle
+	in.SetThrottle(nil)
+	if st, tot := in.Status(), in.Totals(); st.Throttled != 4 || tot.Throttled != 4 {
+		t.Fatalf("after the throttle was turned off, Status().Throttled = %d, Totals().Throttled = %d, want 4", st.Throttled, tot.Throttled)
+	}
+
+	slow := Rule{Name: "slow", Then: Then{Delay: time.Millisecond}}
+	if err := in.Add(slow, Rule{Name: "other", When: When{Operations: []string{"ListQueues"}}, Then: Then{Delay: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	in.Decide(put)
+	in.Decide(put)
+	in.Remove("slow")
+	if err := in.Add(slow); err != nil {
+		t.Fatal(err)
+	}
+	in.Decide(put)
+	want := map[string]int64{"slow": 3, "other": 0}
+	if got := in.Totals().Hits; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Totals().Hits = %v, want %v", got, want)
+	}
+	if got := in.Hits("slow"); got != 1 {
+		t.Fatalf("the rule added again has %d hits of its own, want 1", got)
+	}
+	in.Clear()
+	if got := in.Totals(); !reflect.DeepEqual(got.Hits, map[string]int64{"slow": 3}) || got.Throttled != 4 {
+		t.Fatalf("after Clear, Totals() = %+v", got)
+	}
+	if st := in.Status(); len(st.Rules) != 0 || st.Throttled != 4 {
+		t.Fatalf("after Clear, Status() = %+v", st)
+	}
+}

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -113,5 +114,42 @@ func TestThrottleRefusalTakesNothing(t *testing.T) {
 		if in.Decide(list).Fails() {
 			t.Fatalf("the account's bucket lost tokens to refused requests (request %d)", i)
 		}
+	}
+}
+
+// BenchmarkThrottleNames measures one decision of the throttle after it
+// has seen a number of distinct queue names, all within the last second
+// (the clock stands still), as when a client names queue after queue
+// that does not exist. The decisions cycle through the names, so that
+// every one of them is as recent as it can be. Each request's queue name
+// is a string of its own, made as the request comes, as a server's is:
+// the benchmark's own memory does not grow with the names. The cost of a
+// decision must not depend on the number of names.
+func BenchmarkThrottleNames(b *testing.B) {
+	for _, n := range []struct {
+		name string
+		n    int
+	}{{"1e3", 1e3}, {"1e4", 1e4}, {"1e5", 1e5}, {"1e6", 1e6}} {
+		b.Run("names="+n.name, func(b *testing.B) {
+			mock := clock.NewMock()
+			// Rates high enough that no decision is a refusal.
+			in, err := New(Options{Clock: mock, Config: Config{Throttle: &Throttle{QueueMessagesPerSecond: maxRate, AccountRequestsPerSecond: maxRate}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			request := func(i int) Request {
+				return Request{Operation: "PutMessage", Account: "devstoreaccount1", Queue: "q-" + strconv.Itoa(i%n.n), Messages: 1}
+			}
+			for i := 0; i < n.n; i++ {
+				in.Decide(request(i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if in.Decide(request(i)).Fails() {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }

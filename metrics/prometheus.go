@@ -85,13 +85,20 @@ func (r *Recorder) WritePrometheus(ctx context.Context, w io.Writer) error {
 	}
 	var hits []hit
 	for _, in := range injectors {
-		st := in.Status()
-		throttled += st.Throttled
-		for _, rs := range st.Rules {
-			hits = append(hits, hit{rs.Name, rs.Hits})
+		// Totals, unlike Status, keep what was counted when the rules or
+		// the throttle are removed or replaced: counters never go back.
+		tot := in.Totals()
+		throttled += tot.Throttled
+		for name, n := range tot.Hits {
+			hits = append(hits, hit{name, n})
 		}
 	}
-	slices.SortStableFunc(hits, func(a, b hit) int { return strings.Compare(a.rule, b.rule) })
+	slices.SortStableFunc(hits, func(a, b hit) int {
+		if c := strings.Compare(a.rule, b.rule); c != 0 {
+			return c
+		}
+		return int(a.n - b.n)
+	})
 	for _, h := range hits {
 		p.sample("azq_fault_hits_total", []string{"rule", h.rule}, float64(h.n))
 	}

@@ -257,3 +257,47 @@ func TestOutcomeOf(t *testing.T) {
 		}
 	}
 }
+
+// The faults' counters never go back: replacing the throttle, clearing
+// it, and removing a rule keep what a scrape showed.
+func TestFaultCountersNeverGoBack(t *testing.T) {
+	inj, err := faults.New(faults.Options{Clock: clock.NewMock(), Config: faults.Config{
+		Rules:    []faults.Rule{{Name: "slow", Then: faults.Then{Delay: time.Millisecond}}},
+		Throttle: &faults.Throttle{AccountRequestsPerSecond: 1},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := metrics.NewRecorder()
+	r.WatchFaults(inj)
+	scrape := func() (throttled, hits float64) {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := r.WritePrometheus(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		fams := parse(t, buf.Bytes())
+		throttled, _ = value(fams, "azq_throttled_requests_total", nil)
+		hits, _ = value(fams, "azq_fault_hits_total", map[string]string{"rule": "slow"})
+		return throttled, hits
+	}
+	req := faults.Request{Operation: "ListQueues", Account: "acct"}
+	for i := 0; i < 3; i++ {
+		inj.Decide(req) // one passes and meets the rule, two are throttled
+	}
+	if th, h := scrape(); th != 2 || h != 1 {
+		t.Fatalf("throttled %v, hits %v; want 2 and 1", th, h)
+	}
+	inj.SetThrottle(&faults.Throttle{AccountRequestsPerSecond: 5})
+	inj.Remove("slow")
+	if th, h := scrape(); th != 2 || h != 1 {
+		t.Fatalf("after the throttle was replaced and the rule removed: throttled %v, hits %v; want 2 and 1", th, h)
+	}
+	inj.Add(faults.Rule{Name: "slow", Then: faults.Then{Delay: time.Millisecond}})
+	inj.Decide(req)
+	inj.SetThrottle(nil)
+	inj.Clear()
+	if th, h := scrape(); th != 2 || h != 2 {
+		t.Fatalf("after the throttle and the rules were cleared: throttled %v, hits %v; want 2 and 2", th, h)
+	}
+}

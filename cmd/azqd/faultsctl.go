@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 
 	"github.com/azqlib/azq/faults"
 )
@@ -16,6 +18,9 @@ import (
 //	                               JSON (without seed), Content-Type application/json
 //	DELETE /_azq/faults            remove every rule and the throttle
 //	DELETE /_azq/faults?rule=NAME  remove one rule
+//
+// A DELETE with any other query (an empty name, another parameter, two
+// names) is refused with 400: only a DELETE without one removes all.
 type faultControl struct {
 	inj *faults.Injector
 }
@@ -40,14 +45,9 @@ func (c *faultControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case http.MethodDelete:
-		if name := r.URL.Query().Get("rule"); name != "" {
-			if !c.inj.Remove(name) {
-				writeJSON(w, http.StatusNotFound, clockError{"rule: there is no rule named " + name})
-				return
-			}
-		} else {
-			c.inj.Clear()
-			c.inj.SetThrottle(nil)
+		if status, msg := c.remove(r); status != 0 {
+			writeJSON(w, status, clockError{msg})
+			return
 		}
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -55,6 +55,38 @@ func (c *faultControl) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, c.inj.Status())
+}
+
+// removeAll says how to remove every rule, for the refusals of remove.
+const removeAll = "DELETE /_azq/faults without a query removes every rule and the throttle"
+
+// remove removes the rule a DELETE names, or every rule and the throttle
+// for a DELETE without a query, or returns why not.
+func (c *faultControl) remove(r *http.Request) (int, string) {
+	if r.URL.RawQuery == "" {
+		c.inj.Clear()
+		c.inj.SetThrottle(nil)
+		return 0, ""
+	}
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return http.StatusBadRequest, "the query: " + err.Error()
+	}
+	for k := range query {
+		if k != "rule" {
+			return http.StatusBadRequest, fmt.Sprintf("unknown parameter %q: name the rule to remove with ?rule=NAME; %s", k, removeAll)
+		}
+	}
+	names := query["rule"]
+	switch {
+	case len(names) != 1:
+		return http.StatusBadRequest, "rule: give one rule name"
+	case names[0] == "":
+		return http.StatusBadRequest, "rule: empty; name the rule to remove; " + removeAll
+	case !c.inj.Remove(names[0]):
+		return http.StatusNotFound, "rule: there is no rule named " + names[0]
+	}
+	return 0, ""
 }
 
 // add adds the rules of a POST and sets its throttle, or returns why not.

@@ -25,10 +25,12 @@ type Options struct {
 	// well-known development account only (DevelopmentAccount).
 	Accounts []Account
 	// Clock is the clock the in-memory azq.Service of every account not
-	// in Services reads time from; nil means the real clock. The handler takes the Date header and the
-	// time SAS tokens are checked against from the same clock. Unless it is
-	// a *clock.Mock, Shared Key requests dated more than 15 minutes from
-	// it are refused, as Azure refuses them; a mock clock skips that check,
+	// in Services reads time from; nil means the real clock. The handler
+	// takes the Date header and the time SAS tokens are checked against
+	// from the clock of the request's account (its back end's Clock), so
+	// give the back ends in Services this clock too. Unless it is a
+	// *clock.Mock, Shared Key requests dated more than 15 minutes from it
+	// are refused, as Azure refuses them; a mock clock skips that check,
 	// since clients sign with their own real clock.
 	Clock clock.Clock
 	// AllowAnonymous accepts requests that carry no credentials at all.

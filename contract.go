@@ -87,8 +87,10 @@ type QueueService interface {
 	Ref(name string) (QueueRef, error)
 	// ListQueues returns one page of the service's queues in name order.
 	// NextMarker is opaque: it continues the listing only on the back end
-	// that returned it. A MaxResults outside 1 to 5000 gives ErrOutOfRange,
-	// and a marker the back end did not return gives ErrInvalidMarker.
+	// that returned it, from the name where the page ended, with the
+	// queues as they are when the next page is read. A MaxResults outside
+	// 1 to 5000 gives ErrOutOfRange (zero means 5000), and a marker the
+	// back end did not return gives ErrInvalidMarker.
 	ListQueues(ctx context.Context, opts ListQueuesOptions) (ListQueuesPage, error)
 	// DeleteQueue deletes the queue name and its messages; a queue that
 	// does not exist gives ErrQueueNotFound.

@@ -75,3 +75,29 @@ func TestNamedQueueContract(t *testing.T) {
 		return azqtest.Fixture{Queue: svc.Named(name), Clock: mock}
 	})
 }
+
+// A Service keeps the service contract, in memory on a mock clock.
+func TestServiceContract(t *testing.T) {
+	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+		svc := azq.NewService(azq.WithClock(clock.NewMock()))
+		t.Cleanup(func() { svc.Close() })
+		return svc
+	})
+}
+
+// So does a durable Service, every change synced to disk before it
+// returns.
+func TestDurableServiceContract(t *testing.T) {
+	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+		svc, err := azq.Open(t.TempDir(), azq.WithClock(clock.NewMock()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := svc.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		return svc
+	})
+}

@@ -182,3 +182,14 @@ func (n NamedQueue) SetAccessPolicies(ctx context.Context, ps []AccessPolicy) er
 	}
 	return q.SetAccessPolicies(ctx, ps)
 }
+
+// Inspect is Queue.Inspect on the queue the name stands for now: what the
+// in-memory back end shows beyond the contract, invisible messages
+// included, for tools such as package ui.
+func (n NamedQueue) Inspect(ctx context.Context, max int) (Snapshot, error) {
+	q, err := n.Queue()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return q.Inspect(ctx, max)
+}

@@ -238,21 +238,27 @@ func (s *suite) count(n int) {
 // is set, that it is an *azq.Error with that Azure code and status.
 func (s *suite) wantErr(err error, sentinel error, code string, status int, what string) {
 	s.t.Helper()
+	wantErr(s.t, err, sentinel, code, status, what)
+}
+
+// wantErr is suite.wantErr for any test.
+func wantErr(t *testing.T, err error, sentinel error, code string, status int, what string) {
+	t.Helper()
 	if err == nil {
-		s.t.Fatalf("%s: succeeded, want %v", what, sentinel)
+		t.Fatalf("%s: succeeded, want %v", what, sentinel)
 	}
 	if !errors.Is(err, sentinel) {
-		s.t.Fatalf("%s: %v, want an error matching %v", what, err, sentinel)
+		t.Fatalf("%s: %v, want an error matching %v", what, err, sentinel)
 	}
 	if code == "" {
 		return
 	}
 	var ae *azq.Error
 	if !errors.As(err, &ae) {
-		s.t.Fatalf("%s: %v is not an *azq.Error", what, err)
+		t.Fatalf("%s: %v is not an *azq.Error", what, err)
 	}
 	if string(ae.Code) != code || ae.StatusCode != status {
-		s.t.Fatalf("%s: code %s, status %d; want %s, %d", what, ae.Code, ae.StatusCode, code, status)
+		t.Fatalf("%s: code %s, status %d; want %s, %d", what, ae.Code, ae.StatusCode, code, status)
 	}
 }
 

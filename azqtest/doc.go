@@ -16,6 +16,23 @@
 //		})
 //	}
 //
+// RunServiceTests checks the service contract, azq.QueueService, the same
+// way: creation (created, not created, QueueAlreadyExists), deletion, a
+// QueueRef following its queue through both, listing by prefix in pages,
+// metadata and stored access policies with their limits, and the queue
+// contract on a QueueRef. It runs against the in-memory and durable
+// *azq.Service and package azure's Service over azq's REST server (and
+// Azure itself, as above); a back end of its own, such as one on
+// PostgreSQL, runs it with a function that makes a service per subtest:
+//
+//	func TestServiceContract(t *testing.T) {
+//		azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+//			svc := azq.NewService(azq.WithClock(clock.NewMock()))
+//			t.Cleanup(func() { svc.Close() })
+//			return svc
+//		})
+//	}
+//
 // NewServer starts azq's REST server for one test, the in-process answer
 // to starting an emulator in a container: code that takes a connection
 // string (an Azure SDK client, an azure.Queue) talks to it, and the test

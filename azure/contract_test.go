@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/azure"
 )
@@ -21,6 +22,38 @@ func TestContractAgainstServer(t *testing.T) {
 	}
 	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
 		return azqtest.Fixture{Queue: createQueue(t, svc), Clock: srv.Clock}
+	})
+}
+
+// The Service keeps the service contract against azq's REST server, a
+// server per subtest, on the server's mock clock.
+func TestServiceContractAgainstServer(t *testing.T) {
+	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+		srv := azqtest.NewServer(t)
+		svc, err := azure.NewServiceFromConnectionString(srv.ConnectionString, &azure.Options{Clock: srv.Clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { svc.Close() })
+		return svc
+	})
+}
+
+// And against Azure itself, on real time, when
+// AZQ_TEST_AZURE_CONNECTION_STRING names a storage account. The subtests
+// name their queues with random prefixes and delete them afterwards. CI
+// has no account and skips this.
+func TestServiceContractAgainstAzure(t *testing.T) {
+	conn := os.Getenv(azureConnectionStringEnv)
+	if conn == "" {
+		t.Skip(azureConnectionStringEnv + " is not set")
+	}
+	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+		svc, err := azure.NewServiceFromConnectionString(conn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc
 	})
 }
 

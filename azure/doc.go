@@ -9,6 +9,22 @@
 //	q, err := azure.NewQueueFromConnectionString(conn, "orders", nil)
 //	w := worker.New(q, handle, worker.Options{})
 //
+// # The service contract
+//
+// A Service keeps azq's service contract (azq.QueueService) and its Queues
+// keep azq.QueueRef, so what takes a QueueService — azq's REST server
+// (server.Options.Services), a worker's poison queue
+// (worker.ServicePoison), the messaging drivers, the web page — runs on a
+// storage account as on an in-memory *azq.Service:
+//
+//	svc, err := azure.NewServiceFromConnectionString(conn, nil)
+//	api := server.New(server.Options{Services: map[string]azq.QueueService{"devstoreaccount1": svc}})
+//
+// Metadata is checked against Azure's rules before it is sent (it travels
+// in headers, where names differing only in case would merge), and a
+// MaxResults above 5000 is refused rather than cut; everything else the
+// service decides.
+//
 // # Construction
 //
 // A Queue or Service is made from a connection string, from a URL and an

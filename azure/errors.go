@@ -19,10 +19,16 @@ import (
 type responseError struct {
 	azq  *azq.Error
 	resp *azcore.ResponseError
+	// also is a sentinel the answer matches besides those of its code,
+	// as the request it answered tells (see mapACLError); nil if none.
+	also *azq.Error
 }
 
 func (e *responseError) Error() string   { return e.azq.Error() }
 func (e *responseError) Unwrap() []error { return []error{e.azq, e.resp} }
+
+// Is reports whether target is the sentinel e also matches.
+func (e *responseError) Is(target error) bool { return e.also != nil && target == e.also }
 
 // mapError turns an error answer of the service into a responseError and
 // returns any other error (a transport failure, a cancelled context)
@@ -33,6 +39,19 @@ func mapError(err error) error {
 		return err
 	}
 	return &responseError{azq: toAzqError(re), resp: re}
+}
+
+// mapACLError is mapError for Set Queue ACL. Azure refuses policies that
+// break its rules with InvalidXmlDocument, a code that elsewhere means
+// any malformed body; here the body is the policies the adapter wrote,
+// so the answer also matches azq.ErrInvalidAccessPolicy.
+func mapACLError(err error) error {
+	err = mapError(err)
+	var re *responseError
+	if errors.As(err, &re) && re.azq.Code == azq.CodeInvalidXMLDocument {
+		re.also = azq.ErrInvalidAccessPolicy
+	}
+	return err
 }
 
 // toAzqError builds the *azq.Error of a service error answer: the code

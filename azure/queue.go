@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/azqlib/azq"
 	"github.com/benbjohnson/clock"
@@ -29,8 +31,8 @@ type Queue struct {
 }
 
 var (
-	_ azq.MessageQueue = (*Queue)(nil)
-	_ azq.QueueOpener  = (*Queue)(nil)
+	_ azq.QueueRef    = (*Queue)(nil)
+	_ azq.QueueOpener = (*Queue)(nil)
 )
 
 // NewQueueFromConnectionString returns the queue name of the storage
@@ -338,9 +340,86 @@ func (q *Queue) Properties(ctx context.Context) (azq.Properties, error) {
 }
 
 // SetMetadata replaces the queue's metadata; an empty md clears it.
+// Metadata that breaks Azure's rules gives azq.ErrInvalidMetadata without
+// a request (see Create).
 func (q *Queue) SetMetadata(ctx context.Context, md map[string]string) error {
+	if err := azq.ValidateMetadata(md); err != nil {
+		return err
+	}
 	_, err := q.client.SetMetadata(ctx, &azqueue.SetMetadataOptions{Metadata: toSDKMetadata(md)})
 	return mapError(err)
+}
+
+// Create creates the queue with metadata (nil for none) and reports
+// whether it was created (201): if it exists with the same metadata, the
+// service answers 204 and Create returns created false; with different
+// metadata it answers azq.ErrQueueAlreadyExists, as azq.Service does.
+// Metadata is checked against Azure's rules (azq.ValidateMetadata) before
+// it is sent, and bad metadata gives azq.ErrInvalidMetadata without a
+// request: metadata travels in headers, where a name that is no header
+// name cannot go and two names that differ only in case would merge.
+func (q *Queue) Create(ctx context.Context, metadata map[string]string) (created bool, err error) {
+	if err := azq.ValidateMetadata(metadata); err != nil {
+		return false, err
+	}
+	var raw *http.Response
+	_, err = q.client.Create(runtime.WithCaptureResponse(ctx, &raw), &azqueue.CreateOptions{Metadata: toSDKMetadata(metadata)})
+	if err != nil {
+		return false, mapError(err)
+	}
+	return raw != nil && raw.StatusCode == http.StatusCreated, nil
+}
+
+// AccessPolicies returns the queue's stored access policies (Get Queue
+// ACL).
+func (q *Queue) AccessPolicies(ctx context.Context) ([]azq.AccessPolicy, error) {
+	resp, err := q.client.GetAccessPolicy(ctx, nil)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	var ps []azq.AccessPolicy
+	for _, si := range resp.SignedIdentifiers {
+		if si == nil {
+			continue
+		}
+		var p azq.AccessPolicy
+		if si.ID != nil {
+			p.ID = *si.ID
+		}
+		if ap := si.AccessPolicy; ap != nil {
+			p.Start, p.Expiry = utc(ap.Start), utc(ap.Expiry)
+			if ap.Permission != nil {
+				p.Permission = *ap.Permission
+			}
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// SetAccessPolicies replaces the queue's stored access policies (Set
+// Queue ACL); an empty ps removes them. Start and Expiry go in whole
+// seconds (the SDK drops the fraction). The service checks the policies:
+// one it refuses (more than five, an ID empty or over 64 characters or
+// used twice, a permission outside "raup") gives an error that matches
+// azq.ErrInvalidAccessPolicy, as azq.Service's does.
+func (q *Queue) SetAccessPolicies(ctx context.Context, ps []azq.AccessPolicy) error {
+	acl := make([]*azqueue.SignedIdentifier, len(ps))
+	for i, p := range ps {
+		ap := new(azqueue.AccessPolicy)
+		if !p.Start.IsZero() {
+			ap.Start = &p.Start
+		}
+		if !p.Expiry.IsZero() {
+			ap.Expiry = &p.Expiry
+		}
+		if p.Permission != "" {
+			ap.Permission = &p.Permission
+		}
+		acl[i] = &azqueue.SignedIdentifier{ID: &p.ID, AccessPolicy: ap}
+	}
+	_, err := q.client.SetAccessPolicy(ctx, &azqueue.SetAccessPolicyOptions{QueueACL: acl})
+	return mapACLError(err)
 }
 
 // messageID parses the service's message ID.

@@ -3,9 +3,9 @@ package azure
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/azqlib/azq"
 	"github.com/benbjohnson/clock"
@@ -15,10 +15,20 @@ import (
 // for queues in memory: it creates, deletes and lists queues and hands
 // out Queues that share its client and options. All methods are safe for
 // concurrent use.
+//
+// Service keeps the service contract, azq.QueueService: Ref hands out its
+// Queues, which keep azq.QueueRef, so azq's REST server, the worker and
+// the messaging drivers run on a storage account as on an *azq.Service.
+// Where Azure is coarser than azq, it stays so: times are whole seconds,
+// ListQueues lower-cases metadata names (the SDK does) and Properties
+// gives them in canonical header case ("Team" for "team"), and a deleted
+// queue's name is unusable for a while (QueueBeingDeleted).
 type Service struct {
 	client *azqueue.ServiceClient
 	cfg    config
 }
+
+var _ azq.QueueService = (*Service)(nil)
 
 // NewServiceFromConnectionString returns the queue service of the account
 // that connectionString describes (see NewQueueFromConnectionString).
@@ -77,21 +87,28 @@ func (s *Service) Queue(name string) (*Queue, error) {
 	return &Queue{name: name, client: s.client.NewQueueClient(name), svc: s, cfg: s.cfg}, nil
 }
 
+// Ref returns Queue(name) as the service contract's QueueRef: no request
+// is made, and the queue need not exist.
+func (s *Service) Ref(name string) (azq.QueueRef, error) {
+	q, err := s.Queue(name)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
 // CreateQueue creates the queue name with metadata and returns it with
-// created set. If the queue exists with the same metadata, it returns it
-// with created unset; with different metadata the service answers
-// azq.ErrQueueAlreadyExists, as azq.Service does.
+// created set, as Queue.Create does.
 func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[string]string) (q *Queue, created bool, err error) {
 	q, err = s.Queue(name)
 	if err != nil {
 		return nil, false, err
 	}
-	var raw *http.Response
-	_, err = q.client.Create(runtime.WithCaptureResponse(ctx, &raw), &azqueue.CreateOptions{Metadata: toSDKMetadata(metadata)})
+	created, err = q.Create(ctx, metadata)
 	if err != nil {
-		return nil, false, mapError(err)
+		return nil, false, err
 	}
-	return q, raw != nil && raw.StatusCode == http.StatusCreated, nil
+	return q, created, nil
 }
 
 // DeleteQueue deletes the queue name and its messages; a missing queue
@@ -104,8 +121,17 @@ func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 
 // ListQueues returns one page of the account's queues in name order, as
 // azq.Service.ListQueues does; NextMarker is the service's own opaque
-// marker. The SDK lower-cases the metadata names of a listing.
+// marker. The SDK lower-cases the metadata names of a listing. A
+// MaxResults outside 0 to 5000 gives azq.ErrOutOfRange without a request,
+// as azq.Service's does (the service would cut one above 5000 to 5000).
 func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (azq.ListQueuesPage, error) {
+	if opts.MaxResults < 0 || opts.MaxResults > maxListResults {
+		v := strconv.Itoa(opts.MaxResults)
+		return azq.ListQueuesPage{}, &azq.Error{Code: azq.CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest,
+			Message: "maxresults " + v + " is outside 1 to 5000",
+			Details: []azq.Detail{{Name: "QueryParameterName", Value: "maxresults"}, {Name: "QueryParameterValue", Value: v},
+				{Name: "MinLimit", Value: "1"}, {Name: "MaxLimit", Value: "5000"}}}
+	}
 	lo := &azqueue.ListQueuesOptions{Include: azqueue.ListQueuesInclude{Metadata: opts.IncludeMetadata}}
 	if opts.Prefix != "" {
 		lo.Prefix = &opts.Prefix
@@ -137,3 +163,13 @@ func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (a
 	}
 	return page, nil
 }
+
+// maxListResults is the largest page of List Queues.
+const maxListResults = 5000
+
+// Close implements azq.QueueService. It releases nothing and returns nil:
+// a Service holds no files, and its connections belong to the SDK
+// client's transport (by default one that all of this package's clients
+// share), which outlives it. The account's queues stay where they are,
+// and the Service and its Queues keep working.
+func (s *Service) Close() error { return nil }

@@ -3,7 +3,12 @@
 // written for Azurite talk to an in-memory azq.Service unchanged.
 //
 // A Server is an http.Handler. Each configured Account is backed by its own
-// azq.Service; requests name the account path-style, as the emulators do
+// keeper of azq's service contract, azq.QueueService: an in-memory
+// *azq.Service by default, or what Options.Services gives (a durable
+// *azq.Service, an *azure.Service, a PostgreSQL one). Every request goes
+// through the contract (QueueService.Ref, ListQueues, DeleteQueue), so each
+// back end is served alike; requests name the account path-style, as the
+// emulators do
 // (http://127.0.0.1:10001/devstoreaccount1/myqueue/messages), or host-style,
 // as production does (http://devstoreaccount1.queue.localhost:10001/myqueue).
 // "<account>-secondary" in either position addresses the read-only
@@ -30,9 +35,9 @@
 // than 15 minutes off is refused, as Azure does. On a mock clock that check
 // is skipped, because clients sign with their own real clock.
 //
-// Time (the Date header, message timestamps, SAS validity) comes from the
-// clock of the account's Service, so tests can drive a whole SDK session
-// with a mock clock.
+// Time (the Date header, SAS validity) comes from the clock of the
+// account's back end (QueueService.Clock), as message timestamps do, so
+// tests can drive a whole SDK session with a mock clock.
 //
 // Options.Faults gives the server Azure's bad days on demand (package
 // faults): each request that reaches its operation may be delayed,

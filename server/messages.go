@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/azqlib/azq"
@@ -15,16 +17,30 @@ const (
 	maxGetVisBefore201108  = 2 * 3600      // seconds
 	rfc1123GMT             = http.TimeFormat
 	// maxMessagesPerGet is Azure's most messages per Get, the room
-	// getMessages keeps for them on its stack.
+	// getMessages keeps for them in a pooled array.
 	maxMessagesPerGet = 32
 )
 
 var noCache = []string{"no-cache"}
 
-// queueHandle returns the addressed queue, or QueueNotFound.
-func (q *request) queueHandle() (*azq.Queue, error) {
-	return q.acct.svc.Queue(q.queue)
+// queueHandle returns the addressed queue, through the account's back
+// end; operations on a missing one give QueueNotFound.
+func (q *request) queueHandle() (azq.QueueRef, error) {
+	return q.acct.svc.Ref(q.queue)
 }
+
+// appendGetter is a QueueRef that can get messages into a slice of the
+// caller's, as the in-memory back end's (azq.NamedQueue) can: getMessages
+// then gets them into a pooled array instead of a new slice per request.
+// Other back ends are served through Get.
+type appendGetter interface {
+	AppendGet(ctx context.Context, dst []azq.Message, n int, visibility time.Duration) ([]azq.Message, error)
+}
+
+// messageArrays holds the arrays getMessages gets messages into. They are
+// pooled rather than kept on its stack, because a call through an
+// interface makes its argument escape.
+var messageArrays = sync.Pool{New: func() any { return new([maxMessagesPerGet]azq.Message) }}
 
 // optionalSeconds reads an optional Int32 seconds parameter.
 func (q *request) optionalSeconds(name string) (int, bool, error) {
@@ -103,7 +119,14 @@ func (q *request) putMessage() error {
 	if err != nil {
 		return err
 	}
-	m, err := qu.Put(q.r.Context(), text, &opts)
+	// Options go to the back end only when set: through the interface,
+	// a pointer to them would cost every Put an allocation.
+	var po *azq.PutOptions
+	if opts != (azq.PutOptions{}) {
+		o := opts
+		po = &o
+	}
+	m, err := qu.Put(q.r.Context(), text, po)
 	if err != nil {
 		return err
 	}
@@ -141,15 +164,25 @@ func (q *request) getMessages() error {
 	if err != nil {
 		return err
 	}
-	// The messages are written out before this returns, so they need no
-	// slice of their own beyond this frame.
-	var buf [maxMessagesPerGet]azq.Message
-	ms, err := qu.AppendGet(q.r.Context(), buf[:0], n, vis)
-	if err != nil {
-		return err
+	ag, ok := qu.(appendGetter)
+	if !ok {
+		ms, err := qu.Get(q.r.Context(), n, vis)
+		if err != nil {
+			return err
+		}
+		q.writeMessages(http.StatusOK, ms, getForm)
+		return nil
 	}
-	q.writeMessages(http.StatusOK, ms, getForm)
-	return nil
+	// The messages are written out before this returns, so the array
+	// is free again then.
+	arr := messageArrays.Get().(*[maxMessagesPerGet]azq.Message)
+	ms, err := ag.AppendGet(q.r.Context(), arr[:0], n, vis)
+	if err == nil {
+		q.writeMessages(http.StatusOK, ms, getForm)
+	}
+	clear(arr[:min(len(ms), len(arr))]) // drop the messages' contents
+	messageArrays.Put(arr)
+	return err
 }
 
 func (q *request) peekMessages() error {

@@ -49,7 +49,11 @@ func (q *request) createQueue() error {
 	if err != nil {
 		return err
 	}
-	_, created, err := q.acct.svc.CreateQueue(q.r.Context(), q.queue, md)
+	qu, err := q.queueHandle()
+	if err != nil {
+		return err
+	}
+	created, err := qu.Create(q.r.Context(), md)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,13 @@ type Options struct {
 	// Accounts are the storage accounts served. Empty means the
 	// well-known development account only (DevelopmentAccount).
 	Accounts []Account
-	// Clock is the clock every account's azq.Service reads time from;
-	// nil means the real clock. The handler takes the Date header and the
-	// time SAS tokens are checked against from the same clock. Unless it is
-	// a *clock.Mock, Shared Key requests dated more than 15 minutes from
-	// it are refused, as Azure refuses them; a mock clock skips that check,
+	// Clock is the clock the in-memory azq.Service of every account not
+	// in Services reads time from; nil means the real clock. The handler
+	// takes the Date header and the time SAS tokens are checked against
+	// from the clock of the request's account (its back end's Clock), so
+	// give the back ends in Services this clock too. Unless it is a
+	// *clock.Mock, Shared Key requests dated more than 15 minutes from it
+	// are refused, as Azure refuses them; a mock clock skips that check,
 	// since clients sign with their own real clock.
 	Clock clock.Clock
 	// AllowAnonymous accepts requests that carry no credentials at all.
@@ -48,10 +50,13 @@ type Options struct {
 	// OAuth, when set, accepts Microsoft Entra ID bearer tokens over
 	// HTTPS (see OAuthOptions). Without it a bearer token is refused.
 	OAuth *OAuthOptions
-	// Services, if set, supplies the azq.Service of each account named in
-	// it (durable ones from azq.Open, say) instead of a new in-memory
-	// Service; the Server closes them on Close.
-	Services map[string]*azq.Service
+	// Services, if set, supplies the back end of each account named in
+	// it, any keeper of the service contract (a durable *azq.Service from
+	// azq.Open, an *azure.Service, a PostgreSQL one), instead of a new
+	// in-memory *azq.Service. Every request goes through the contract;
+	// the account's times come from the back end's Clock. The Server
+	// closes them on Close.
+	Services map[string]azq.QueueService
 	// Faults, if set, decides for every request that reaches its
 	// operation (after authorization) whether it meets a fault: a delay,
 	// an Azure error answer, a failed connection, or its answer lost
@@ -101,7 +106,7 @@ type Options struct {
 }
 
 // Server is an http.Handler that serves the Azure Queue Storage REST API
-// for a set of accounts, each backed by its own azq.Service.
+// for a set of accounts, each backed by its own azq.QueueService.
 type Server struct {
 	accounts map[string]*accountState
 	anon     bool
@@ -126,9 +131,11 @@ type Server struct {
 // service properties (CORS, logging and metrics settings) of its queue
 // service.
 type accountState struct {
-	acct  Account
-	keys  []*signingKey // acct.Keys, decoded
-	svc   *azq.Service
+	acct Account
+	keys []*signingKey // acct.Keys, decoded
+	svc  azq.QueueService
+	// mem is svc when it is an *azq.Service, for Service; else nil.
+	mem   *azq.Service
 	clock clock.Clock
 	// lookupPolicy is the method value a.policy, made once: made in
 	// each request, it would be allocated in each.
@@ -171,7 +178,8 @@ func New(opts Options) *Server {
 		if svc == nil {
 			svc = azq.NewService(azq.WithClock(c))
 		}
-		as := &accountState{acct: a, keys: a.keyBytes(), svc: svc, clock: svc.Clock(), props: defaultServiceProperties()}
+		mem, _ := svc.(*azq.Service)
+		as := &accountState{acct: a, keys: a.keyBytes(), svc: svc, mem: mem, clock: svc.Clock(), props: defaultServiceProperties()}
 		as.lookupPolicy = as.policy
 		if save := opts.SaveProperties; save != nil {
 			name := a.Name
@@ -236,22 +244,35 @@ func (a *accountState) setProperties(p serviceProperties) error {
 	return nil
 }
 
-// Service returns the azq.Service behind the named account, or nil if the
-// server has no such account. Tests use it to seed and inspect state
-// directly.
+// Service returns the *azq.Service behind the named account, in memory
+// (the default) or durable, for tests that seed and inspect its queues
+// directly; nil if the server has no such account or its back end is
+// another keeper of the contract (Options.Services), which QueueService
+// returns.
 func (s *Server) Service(account string) *azq.Service {
+	if a, ok := s.accounts[account]; ok {
+		return a.mem
+	}
+	return nil
+}
+
+// QueueService returns the back end of the named account, whatever it is,
+// or nil if the server has no such account.
+func (s *Server) QueueService(account string) azq.QueueService {
 	if a, ok := s.accounts[account]; ok {
 		return a.svc
 	}
 	return nil
 }
 
-// Reset empties every account: it deletes every queue and restores the
-// service properties of a new account (no CORS rules, logging and minute
-// metrics off, hour metrics on, as Azure has them), as a freshly started
-// server has them. Tests call it between cases for
-// isolation. Requests served meanwhile see some queues gone and others
-// not yet.
+// Reset empties every account: it deletes every queue, through the
+// account's back end, and restores the service properties of a new
+// account (no CORS rules, logging and minute metrics off, hour metrics
+// on, as Azure has them), as a freshly started server has them. Tests
+// call it between cases for isolation. On a back end that keeps its
+// queues elsewhere (a durable Service, a storage account, a database) the
+// queues are deleted there: Reset is for the back ends of tests. Requests
+// served meanwhile see some queues gone and others not yet.
 func (s *Server) Reset(ctx context.Context) error {
 	for _, a := range s.accounts {
 		for {
@@ -279,10 +300,11 @@ func (s *Server) Reset(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every account's Service, deleting all queues of in-memory
-// ones (durable ones keep theirs on disk). Requests served afterwards find
-// no queues and cannot create any. It reports the Services' failures to
-// close.
+// Close closes every account's back end (QueueService.Close): in-memory
+// Services forget their queues, the others keep theirs where they keep
+// them. Requests served afterwards get what the closed back end answers;
+// an in-memory or durable Service finds no queues and creates none. It
+// reports the back ends' failures to close.
 func (s *Server) Close() error {
 	var errs []error
 	for _, a := range s.accounts {
@@ -295,11 +317,20 @@ func (s *Server) Close() error {
 
 // policy looks up a stored access policy for service SAS verification.
 func (a *accountState) policy(queue, id string) (azq.AccessPolicy, bool, error) {
-	q, err := a.svc.Queue(queue)
+	q, err := a.svc.Ref(queue)
 	if err != nil {
 		return azq.AccessPolicy{}, false, err
 	}
-	return q.AccessPolicy(context.Background(), id)
+	ps, err := q.AccessPolicies(context.Background())
+	if err != nil {
+		return azq.AccessPolicy{}, false, err
+	}
+	for _, p := range ps {
+		if p.ID == id {
+			return p, true, nil
+		}
+	}
+	return azq.AccessPolicy{}, false, nil
 }
 
 // request is the state of one request as it moves through ServeHTTP.

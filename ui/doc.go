@@ -1,15 +1,20 @@
-// Package ui serves a small web page that shows what azq Services hold: for
-// each account its queues, with their depth, invisible count and oldest
-// message's age; for each queue its oldest messages, with their dequeue
-// count, next-visible and expiration times; and the clock, which the page
-// can move forward when the caller gives it a way to (Options.Advance). A
-// queue can be cleared from the page.
+// Package ui serves a small web page that shows what the accounts of azq's
+// service contract (azq.QueueService) hold: for each account its queues,
+// with their depth, invisible count and oldest message's age; for each
+// queue its oldest messages, with their dequeue count, next-visible and
+// expiration times; and the clock, which the page can move forward when the
+// caller gives it a way to (Options.Advance). A queue can be cleared from
+// the page.
 //
 // The page is plain HTML from html/template, with a few lines of inline
 // script that reload it every Options.Refresh (not while an input has the
 // focus); there is no build step and nothing is loaded from elsewhere. It
-// looks through azq.Queue.Inspect, so looking changes nothing: no receipt
-// is issued and no message's visibility or dequeue count moves.
+// looks through Inspect where the queue has it (azq.NamedQueue, the queues
+// of an *azq.Service), so looking changes nothing: no receipt is issued and
+// no message's visibility or dequeue count moves. Of another back end's
+// queues it shows what the contract gives without changing anything, the
+// approximate count and the visible messages Peek returns, and says so on
+// the page.
 //
 // The handler has no authentication of its own: it is meant for an
 // emulator on a developer's machine or in a test, as azqd serves it under

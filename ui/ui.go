@@ -52,9 +52,25 @@ type Options struct {
 
 // Account is one storage account the page shows.
 type Account struct {
-	Name    string
-	Service *azq.Service
+	Name string
+	// Service holds the account's queues: any back end of azq's service
+	// contract. The page reads them through the contract (ListQueues,
+	// Properties, Peek, Clear); a queue whose QueueRef can also Inspect
+	// itself, as an *azq.Service's can (azq.NamedQueue.Inspect), is shown
+	// whole, invisible messages included. Of another back end's queues
+	// the page shows the approximate message count and the visible
+	// messages Peek gives (at most 32), and says so.
+	Service azq.QueueService
 }
+
+// inspector is a QueueRef that shows its whole queue, invisible messages
+// included, without changing anything: the in-memory back end's extra.
+type inspector interface {
+	Inspect(ctx context.Context, max int) (azq.Snapshot, error)
+}
+
+// maxPeek is the most messages one Peek returns.
+const maxPeek = 32
 
 // maxQueues bounds the queues listed per account, so that a test that
 // creates thousands of queues still gets a page.
@@ -138,9 +154,10 @@ type faultRow struct {
 }
 
 type accountView struct {
-	Name   string
-	Queues []queueRow
-	More   bool // more queues than listed
+	Name    string
+	Queues  []queueRow
+	More    bool // more queues than listed
+	Partial bool // some rows have the count only
 }
 
 type queueRow struct {
@@ -150,6 +167,10 @@ type queueRow struct {
 	Invisible int
 	Oldest    string // age of the oldest message; "" when empty
 	Gone      bool   // deleted while the page was built
+	Err       string // why the figures are missing, if not Gone
+	// Partial is set when the back end gave the approximate count only
+	// (it cannot Inspect), without Visible, Invisible and Oldest.
+	Partial bool
 }
 
 type queueView struct {
@@ -244,13 +265,8 @@ func accountRows(ctx context.Context, a Account) (accountView, error) {
 				av.More = true
 				return av, nil
 			}
-			q, err := a.Service.Queue(it.Name)
-			row := queueRow{Name: it.Name, Gone: err != nil}
-			if err == nil {
-				var snap azq.Snapshot
-				snap, err = q.Inspect(ctx, 0)
-				row = figures(it.Name, snap, err)
-			}
+			row := queueFigures(ctx, a.Service, it.Name)
+			av.Partial = av.Partial || row.Partial
 			av.Queues = append(av.Queues, row)
 		}
 		if pg.NextMarker == "" {
@@ -260,9 +276,35 @@ func accountRows(ctx context.Context, a Account) (accountView, error) {
 	}
 }
 
+// queueFigures returns the row of the queue name of svc: from Inspect
+// when its QueueRef has it, else the count Properties gives.
+func queueFigures(ctx context.Context, svc azq.QueueService, name string) queueRow {
+	ref, err := svc.Ref(name)
+	if err != nil {
+		return failedRow(name, err)
+	}
+	if in, ok := ref.(inspector); ok {
+		snap, err := in.Inspect(ctx, 0)
+		return figures(name, snap, err)
+	}
+	p, err := ref.Properties(ctx)
+	if err != nil {
+		return failedRow(name, err)
+	}
+	return queueRow{Name: name, Count: p.ApproximateMessagesCount, Partial: true}
+}
+
+// failedRow is the row of a queue whose figures could not be read.
+func failedRow(name string, err error) queueRow {
+	if errors.Is(err, azq.ErrQueueNotFound) {
+		return queueRow{Name: name, Gone: true}
+	}
+	return queueRow{Name: name, Err: err.Error()}
+}
+
 func figures(name string, s azq.Snapshot, err error) queueRow {
 	if err != nil {
-		return queueRow{Name: name, Gone: true}
+		return failedRow(name, err)
 	}
 	row := queueRow{Name: name, Count: s.Count, Visible: s.Count - s.Invisible, Invisible: s.Invisible}
 	if s.Count > 0 {
@@ -271,36 +313,74 @@ func figures(name string, s azq.Snapshot, err error) queueRow {
 	return row
 }
 
-func (h *handler) lookup(r *http.Request) (Account, *azq.Queue, string) {
+// lookup returns the queue a request names, which need not exist; the
+// string says why there is none.
+func (h *handler) lookup(r *http.Request) (Account, azq.QueueRef, string) {
 	name, queue := r.PathValue("account"), r.PathValue("queue")
 	for _, a := range h.opts.Accounts {
 		if a.Name != name {
 			continue
 		}
-		q, err := a.Service.Queue(queue)
+		q, err := a.Service.Ref(queue)
 		if err != nil {
-			return a, nil, "The account " + name + " has no queue named " + queue + "."
+			return a, nil, noQueue(name, queue)
 		}
 		return a, q, ""
 	}
 	return Account{}, nil, "There is no account named " + name + "."
 }
 
+func noQueue(account, queue string) string {
+	return "The account " + account + " has no queue named " + queue + "."
+}
+
 func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	p := h.newPage(r)
 	a, q, missing := h.lookup(r)
-	if q == nil {
+	var qv *queueView
+	if q != nil {
+		qv = h.queueView(r.Context(), a, q)
+		if qv.Row.Gone {
+			missing = noQueue(a.Name, q.Name())
+		}
+	}
+	if q == nil || qv.Row.Gone {
 		p.Error = missing
 		h.render(w, r, http.StatusNotFound, p)
 		return
 	}
-	snap, err := q.Inspect(r.Context(), h.opts.MaxMessages)
-	qv := &queueView{Account: a.Name, Row: figures(q.Name(), snap, err), Shown: len(snap.Messages)}
-	for _, m := range snap.Messages {
-		qv.Messages = append(qv.Messages, messageView(m, snap.Time))
-	}
 	p.Queue = qv
 	h.render(w, r, http.StatusOK, p)
+}
+
+// queueView shows the queue q: all of it through Inspect when q has it,
+// else its approximate count and the visible messages Peek gives.
+func (h *handler) queueView(ctx context.Context, a Account, q azq.QueueRef) *queueView {
+	qv := &queueView{Account: a.Name}
+	if in, ok := q.(inspector); ok {
+		snap, err := in.Inspect(ctx, h.opts.MaxMessages)
+		qv.Row, qv.Shown = figures(q.Name(), snap, err), len(snap.Messages)
+		for _, m := range snap.Messages {
+			qv.Messages = append(qv.Messages, messageView(m, snap.Time))
+		}
+		return qv
+	}
+	props, err := q.Properties(ctx)
+	if err != nil {
+		qv.Row = failedRow(q.Name(), err)
+		return qv
+	}
+	qv.Row = queueRow{Name: q.Name(), Count: props.ApproximateMessagesCount, Partial: true}
+	now := a.Service.Clock().Now()
+	ms, err := q.Peek(ctx, min(h.opts.MaxMessages, maxPeek))
+	if err != nil {
+		qv.Row.Err = err.Error()
+	}
+	qv.Shown = len(ms)
+	for _, m := range ms {
+		qv.Messages = append(qv.Messages, messageView(m, now))
+	}
+	return qv
 }
 
 // maxShownContent is how much of a message the table shows; the rest is in
@@ -331,6 +411,9 @@ func messageView(m azq.Message, now time.Time) messageRow {
 	if !row.Visible {
 		row.NextVisible = "in " + age(m.NextVisibleTime.Sub(now))
 	}
+	if m.NextVisibleTime.IsZero() {
+		row.NextAt = "" // a peeked message: visible, at no time given
+	}
 	if m.ExpirationTime.Year() == 9999 {
 		row.Expires = "never"
 	}
@@ -340,7 +423,7 @@ func messageView(m azq.Message, now time.Time) messageRow {
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func (h *handler) clear(w http.ResponseWriter, r *http.Request) {
-	_, q, missing := h.lookup(r)
+	a, q, missing := h.lookup(r)
 	if q == nil {
 		p := h.newPage(r)
 		p.Error = missing
@@ -349,8 +432,12 @@ func (h *handler) clear(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := q.Clear(r.Context()); err != nil {
 		p := h.newPage(r)
+		status := http.StatusConflict
 		p.Error = err.Error()
-		h.render(w, r, http.StatusConflict, p)
+		if errors.Is(err, azq.ErrQueueNotFound) {
+			status, p.Error = http.StatusNotFound, noQueue(a.Name, q.Name())
+		}
+		h.render(w, r, status, p)
 		return
 	}
 	h.back(w, r)

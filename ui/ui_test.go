@@ -371,3 +371,65 @@ func TestAges(t *testing.T) {
 		}
 	}
 }
+
+// contractOnly is a back end that offers the service contract and
+// nothing more: its QueueRefs cannot Inspect.
+type contractOnly struct{ azq.QueueService }
+
+func (c contractOnly) Ref(name string) (azq.QueueRef, error) {
+	r, err := c.QueueService.Ref(name)
+	if err != nil {
+		return nil, err
+	}
+	return struct{ azq.QueueRef }{r}, nil
+}
+
+// An account on a back end that cannot Inspect shows what the contract
+// gives: the approximate count, the visible messages Peek returns, and a
+// note saying that the rest is not shown.
+func TestBackEndWithoutInspect(t *testing.T) {
+	f := newFixture(t, false, ui.Options{})
+	mux := http.NewServeMux()
+	mux.Handle(prefix+"/", ui.New(ui.Options{Clock: f.clk, Prefix: prefix,
+		Accounts: []ui.Account{{Name: "devstoreaccount1", Service: contractOnly{f.main}}}}))
+	g := *f
+	g.hs = httptest.NewServer(mux)
+	t.Cleanup(g.hs.Close)
+
+	r := g.do(t, "GET", prefix+"/", nil, nil)
+	tr := row(t, r.body, `data-queue="orders"`)
+	if r.status != 200 || cell(t, tr, "count") != "3" || !strings.Contains(tr, "not shown by this back end") {
+		t.Fatalf("%d, orders row: %s", r.status, tr)
+	}
+	if !strings.Contains(r.body, `class="muted partial-note"`) {
+		t.Error("the index does not say that the back end shows the count only")
+	}
+
+	r = g.do(t, "GET", prefix+"/a/devstoreaccount1/orders", nil, nil)
+	// Of the three messages, one is leased and one delayed: Peek shows
+	// the third.
+	if r.status != 200 || strings.Count(r.body, "<tr data-id=") != 1 || !strings.Contains(r.body, "order&#34;:43") {
+		t.Fatalf("%d, queue page:\n%s", r.status, r.body)
+	}
+	for _, want := range []string{`About <span class="count">3</span> messages.`, "shows only its visible messages", "1 visible messages shown."} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("the queue page lacks %q", want)
+		}
+	}
+	if strings.Contains(r.body, "0001-01-01") {
+		t.Error("a peeked message shows a next-visible time of year 1")
+	}
+	if r := g.do(t, "GET", prefix+"/a/devstoreaccount1/nosuch", nil, nil); r.status != 404 || !strings.Contains(r.body, "has no queue named nosuch") {
+		t.Errorf("a missing queue: %d", r.status)
+	}
+	if r := g.do(t, "POST", prefix+"/a/devstoreaccount1/nosuch/clear", nil, nil); r.status != 404 {
+		t.Errorf("clear of a missing queue: %d", r.status)
+	}
+	back := url.Values{"back": {"/a/devstoreaccount1/orders"}}
+	if r := g.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", back, nil); r.status != http.StatusSeeOther {
+		t.Fatalf("clear: %d %s", r.status, r.body)
+	}
+	if n, _ := f.main.Named("orders").ApproximateCount(context.Background()); n != 0 {
+		t.Fatalf("%d messages left after clear", n)
+	}
+}

@@ -50,9 +50,10 @@
 // Options.Poison under the name PoisonQueueName gives ("<queue>-poison").
 // For a queue made by an *azq.Service, as q above, Poison defaults to
 // ServicePoison of that Service, which creates the poison queue there on
-// first use, and for a remote source that implements azq.QueueOpener (an
-// *azure.Queue) to OpenerPoison, which creates it in the source's storage
-// account; a queue made by azq.New has no poison queue unless Poison is
+// first use (ServicePoison takes any back end of azq's service contract,
+// azq.QueueService), and for a remote source that implements
+// azq.QueueOpener (an *azure.Queue) to OpenerPoison, which creates it in
+// the source's storage account; a queue made by azq.New has no poison queue unless Poison is
 // set, and a message out of attempts is then left invisible until its
 // lease lapses. By default the poison message is a JSON
 // PoisonRecord holding the body and why it was set aside.

@@ -104,3 +104,41 @@ func TestServiceTakesPrecedenceOverOpener(t *testing.T) {
 		t.Fatalf("the opener was used: %v", src.opened)
 	}
 }
+
+// ServicePoison opens the poison queue through the service contract, on
+// any back end: it creates it on first use, and uses one that exists
+// already with metadata of its own as it is, where a second Create would
+// answer QueueAlreadyExists.
+func TestServicePoisonOnTheContract(t *testing.T) {
+	ctx := context.Background()
+	svc := azq.NewService()
+	defer svc.Close()
+	// Only the contract shows through the wrapper.
+	open := ServicePoison(struct{ azq.QueueService }{svc})
+	q, err := open(ctx, "fresh-poison")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(ctx, "set aside", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := svc.Named("fresh-poison").ApproximateCount(ctx); err != nil || n != 1 {
+		t.Fatalf("the poison queue holds %d messages, %v", n, err)
+	}
+	if _, _, err := svc.CreateQueue(ctx, "kept-poison", map[string]string{"owner": "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	q, err = open(ctx, "kept-poison")
+	if err != nil {
+		t.Fatalf("opening a poison queue that has metadata: %v", err)
+	}
+	if _, err := q.Put(ctx, "set aside", nil); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ := svc.Named("kept-poison").Properties(ctx); md.Metadata["owner"] != "ops" || md.ApproximateMessagesCount != 1 {
+		t.Fatalf("the existing poison queue: %+v", md)
+	}
+	if _, err := open(ctx, "Not_A_Name"); !errors.Is(err, azq.ErrInvalidQueueName) {
+		t.Fatalf("opening an invalid name = %v", err)
+	}
+}

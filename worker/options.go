@@ -37,13 +37,19 @@ type Receiver interface {
 // the name PoisonQueueName chose, and keeps the result.
 type PoisonOpener func(ctx context.Context, name string) (Queue, error)
 
-// ServicePoison returns a PoisonOpener that creates the poison queue in svc
-// (CreateQueue succeeds if the queue already exists), as Functions creates
-// "<queue>-poison" in the storage account on first use.
-func ServicePoison(svc *azq.Service) PoisonOpener {
+// ServicePoison returns a PoisonOpener that creates the poison queue in svc,
+// any back end of azq's service contract (an *azq.Service, an
+// *azure.Service, ...), as Functions creates "<queue>-poison" in the
+// storage account on first use. A poison queue that exists already is used
+// as it is, whatever its metadata. The queue is addressed by name, so one
+// deleted and created again is followed.
+func ServicePoison(svc azq.QueueService) PoisonOpener {
 	return func(ctx context.Context, name string) (Queue, error) {
-		q, _, err := svc.CreateQueue(ctx, name, nil)
+		q, err := svc.Ref(name)
 		if err != nil {
+			return nil, err
+		}
+		if _, err := q.Create(ctx, nil); err != nil && !errors.Is(err, azq.ErrQueueAlreadyExists) {
 			return nil, err
 		}
 		return q, nil
@@ -119,18 +125,20 @@ type Options struct {
 	// used to derive the poison queue's name.
 	QueueName string
 	// Poison opens the poison queue. Default: if the source queue has a
-	// Service method that returns a Service (an *azq.Queue made by
-	// Service.CreateQueue, or a type embedding one), ServicePoison of that
-	// Service, so the poison queue is created there on first use, as
-	// Functions does; else, if the source is an azq.QueueOpener (an
-	// *azure.Queue), OpenerPoison of it, which does the same in the
-	// source's storage account; otherwise none. Without a poison queue
-	// (Poison nil, as for a queue made by azq.New, or a source name that
-	// must have none; see PoisonQueueName) a message that has used up
-	// its attempts is left invisible until its lease lapses and reported
-	// as EventAbandoned, as Functions does when it cannot have a poison
-	// queue. Setting Poison when neither QueueName (nor the source's Name
-	// method) nor PoisonQueueName gives a name is an invalid option.
+	// Service method that returns an *azq.Service (an *azq.Queue made by
+	// Service.CreateQueue, an azq.NamedQueue, or a type embedding one),
+	// ServicePoison of that Service, so the poison queue is created there
+	// on first use, as Functions does; else, if the source is an
+	// azq.QueueOpener (an *azure.Queue, or a QueueRef of another back end
+	// that opens queues next to it), OpenerPoison of it, which does the
+	// same in the source's storage account; otherwise none. Without a
+	// poison queue (Poison nil, as for a queue made by azq.New, or a
+	// source name that must have none; see PoisonQueueName) a message that
+	// has used up its attempts is left invisible until its lease lapses
+	// and reported as EventAbandoned, as Functions does when it cannot
+	// have a poison queue. Setting Poison when neither QueueName (nor the
+	// source's Name method) nor PoisonQueueName gives a name is an invalid
+	// option.
 	Poison PoisonOpener
 	// PoisonQueueName overrides the poison queue's name; by default it is
 	// PoisonQueueName(QueueName).

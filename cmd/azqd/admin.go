@@ -30,17 +30,20 @@ type adminHandler struct {
 	storage map[string]storageState
 }
 
-// storageState is what the health check asks of a durable azq.Service.
+// storageState is what the health check asks of a back end that keeps
+// its queues in storage of its own: a durable azq.Service has it.
 type storageState interface {
 	DurableState() (azq.DurableState, bool)
 }
 
-// storageStates returns the durable Services as the health check sees
-// them.
-func storageStates(services map[string]*azq.Service) map[string]storageState {
+// storageStates returns the back ends that report their storage's state,
+// as the health check sees them; the others are not asked.
+func storageStates(services map[string]azq.QueueService) map[string]storageState {
 	m := make(map[string]storageState, len(services))
 	for name, s := range services {
-		m[name] = s
+		if st, ok := s.(storageState); ok {
+			m[name] = st
+		}
 	}
 	return m
 }

@@ -22,7 +22,7 @@ import (
 // accounts, before the Services open, so that expiry is judged at the
 // emulator's time, and is saved for each account after every move.
 // Without -data it returns nil: every account is in memory.
-func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger) (map[string]*azq.Service, error) {
+func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger) (map[string]azq.QueueService, error) {
 	if cfg.dataDir == "" {
 		return nil, nil
 	}
@@ -46,7 +46,7 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger
 		}
 		clk = ctl.clk
 	}
-	services := map[string]*azq.Service{}
+	services := map[string]azq.QueueService{}
 	for _, a := range accounts {
 		opts := []azq.DurableOption{azq.WithLogger(log.With("account", a.Name))}
 		if clk != nil {
@@ -204,7 +204,7 @@ func loadProperties(cfg *config, api *server.Server, accounts []server.Account) 
 }
 
 // closeAll closes services opened before a later step of start-up failed.
-func closeAll(services map[string]*azq.Service) {
+func closeAll(services map[string]azq.QueueService) {
 	for _, s := range services {
 		s.Close()
 	}

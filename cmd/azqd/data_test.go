@@ -40,8 +40,11 @@ func TestDataSurvivesRestart(t *testing.T) {
 		t.Fatalf("no service for the development account: %v", services)
 	}
 	ctx := context.Background()
-	q, _, err := svc.CreateQueue(ctx, "orders", nil)
+	q, err := svc.Ref("orders")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Create(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.Put(ctx, "hello", &azq.PutOptions{TimeToLive: 2 * time.Hour}); err != nil {
@@ -67,7 +70,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 	if !strings.Contains(out.String(), "recovered 1 queues and 1 messages") {
 		t.Fatalf("start-up report %q does not say what was recovered", out.String())
 	}
-	q, err = services["devstoreaccount1"].Queue("orders")
+	q, err = services["devstoreaccount1"].Ref("orders")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if rec != nil {
 		for _, a := range cfg.accounts {
-			rec.WatchService(a.Name, api.Service(a.Name))
+			// The queue figures come from the in-memory or durable
+			// Service; a back end of another kind has none to give.
+			if svc := api.Service(a.Name); svc != nil {
+				rec.WatchService(a.Name, svc)
+			}
 		}
 		if inj != nil {
 			rec.WatchFaults(inj)
@@ -322,7 +326,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func newUI(cfg *config, api *server.Server, clk clock.Clock, ctl *clockControl, inj *faults.Injector) http.Handler {
 	opts := ui.Options{Clock: clk, Prefix: uiPrefix, Hosts: adminHosts(cfg), Faults: inj}
 	for _, a := range cfg.accounts {
-		opts.Accounts = append(opts.Accounts, ui.Account{Name: a.Name, Service: api.Service(a.Name)})
+		opts.Accounts = append(opts.Accounts, ui.Account{Name: a.Name, Service: api.QueueService(a.Name)})
 	}
 	if ctl != nil {
 		opts.Advance = ctl.advanceUI

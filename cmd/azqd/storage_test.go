@@ -56,6 +56,18 @@ func TestHealthReportsStorageFailure(t *testing.T) {
 	}
 }
 
+// TestStorageStatesAskOnlyWhatHasStorage: the health check asks the back
+// ends that report their storage's state (a Service has DurableState) and
+// passes over those that do not, another keeper of the service contract.
+func TestStorageStatesAskOnlyWhatHasStorage(t *testing.T) {
+	mem := azq.NewService()
+	defer mem.Close()
+	st := storageStates(map[string]azq.QueueService{"mem": mem, "other": struct{ azq.QueueService }{mem}})
+	if len(st) != 1 || st["mem"] == nil {
+		t.Fatalf("storage states: %v, want the Service's only", st)
+	}
+}
+
 // TestHealthOfARealDurableService asks a running azqd -data for its health.
 func TestHealthOfARealDurableService(t *testing.T) {
 	d := start(t, "-data", t.TempDir())
@@ -143,7 +155,7 @@ func TestDataClockPerAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open := func(accounts ...string) (time.Time, map[string]*azq.Service) {
+	open := func(accounts ...string) (time.Time, map[string]azq.QueueService) {
 		args := []string{"-data", dir, "-clock-control"}
 		for _, a := range accounts {
 			args = append(args, "-account", a+":a2V5MQ==")

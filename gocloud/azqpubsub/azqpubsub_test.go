@@ -508,3 +508,46 @@ func TestOversizedMessageIsInvalidArgument(t *testing.T) {
 		})
 	}
 }
+
+// A URLOpener serves azq:// URLs from any back end of the service
+// contract: here package azure's Service, against azq's REST server.
+func TestURLOpenerOnAnotherBackEnd(t *testing.T) {
+	ctx := context.Background()
+	srv := azqtest.NewServer(t)
+	svc, err := azure.NewServiceFromConnectionString(srv.ConnectionString, &azure.Options{Clock: srv.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.CreateQueue(ctx, "jobs", nil); err != nil {
+		t.Fatal(err)
+	}
+	mux := new(pubsub.URLMux)
+	o := &URLOpener{Service: svc}
+	mux.RegisterTopic(Scheme, o)
+	mux.RegisterSubscription(Scheme, o)
+	topic, err := mux.OpenTopic(ctx, "azq://jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Shutdown(ctx)
+	sub, err := mux.OpenSubscription(ctx, "azq://jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Shutdown(ctx)
+	if err := topic.Send(ctx, &pubsub.Message{Body: []byte("remote")}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Ack()
+	var aq *azure.Queue
+	if string(m.Body) != "remote" || !sub.As(&aq) || aq.Name() != "jobs" {
+		t.Fatalf("received %q; the subscription's queue is %v", m.Body, aq)
+	}
+	if _, err := mux.OpenTopic(ctx, "azq://Bad_Name"); err == nil {
+		t.Fatal("azq://Bad_Name opened")
+	}
+}

@@ -10,7 +10,8 @@
 //
 //   - azq://orders opens the queue "orders" of an in-process *azq.Service:
 //     DefaultService() for the default mux, or the Service of a URLOpener
-//     registered on a mux of your own.
+//     registered on a mux of your own, which may be any back end of azq's
+//     service contract (azq.QueueService).
 //   - azurequeue://orders opens the queue "orders" of the storage account
 //     that the environment names (AZURE_STORAGE_CONNECTION_STRING, or
 //     AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY), through package azure;

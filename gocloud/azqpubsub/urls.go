@@ -49,7 +49,10 @@ func (defaultOpener) OpenSubscriptionURL(ctx context.Context, u *url.URL) (*pubs
 	return (&URLOpener{}).OpenSubscriptionURL(ctx, u)
 }
 
-// URLOpener opens azq:// URLs on the queues of an in-process *azq.Service.
+// URLOpener opens azq:// URLs on the queues of a back end of azq's
+// service contract: an in-process *azq.Service (DefaultService() unless
+// Service is set), or any other azq.QueueService, such as an
+// *azure.Service or a PostgreSQL one.
 //
 // The URL's host is the queue's name; a topic's may be a comma-separated
 // list of names, which makes a fan-out topic (see Fanout). No path. Query
@@ -61,14 +64,14 @@ func (defaultOpener) OpenSubscriptionURL(ctx context.Context, u *url.URL) (*pubs
 // again.
 type URLOpener struct {
 	// Service holds the queues; nil means DefaultService().
-	Service *azq.Service
+	Service azq.QueueService
 	// TopicOptions and SubscriptionOptions are the options of what the
 	// opener opens, before the URL's parameters.
 	TopicOptions        TopicOptions
 	SubscriptionOptions SubscriptionOptions
 }
 
-func (o *URLOpener) service() *azq.Service {
+func (o *URLOpener) service() azq.QueueService {
 	if o.Service != nil {
 		return o.Service
 	}
@@ -84,7 +87,9 @@ func (o *URLOpener) OpenTopicURL(_ context.Context, u *url.URL) (*pubsub.Topic, 
 	svc := o.service()
 	qs := make([]azq.MessageQueue, len(names))
 	for i, n := range names {
-		qs[i] = svc.Named(n)
+		if qs[i], err = svc.Ref(n); err != nil {
+			return nil, fmt.Errorf("azqpubsub: open topic %v: %w", u, err)
+		}
 	}
 	return openTopic(qs, &opts), nil
 }
@@ -95,7 +100,11 @@ func (o *URLOpener) OpenSubscriptionURL(_ context.Context, u *url.URL) (*pubsub.
 	if err != nil {
 		return nil, err
 	}
-	return OpenSubscription(o.service().Named(name), &opts), nil
+	q, err := o.service().Ref(name)
+	if err != nil {
+		return nil, fmt.Errorf("azqpubsub: open subscription %v: %w", u, err)
+	}
+	return OpenSubscription(q, &opts), nil
 }
 
 // AzureURLOpener opens azurequeue:// URLs on the queues of a storage

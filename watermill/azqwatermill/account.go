@@ -5,12 +5,11 @@ import (
 	"errors"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/azure"
 )
 
-// Account is where topics' queues live: the queues of an in-process
-// *azq.Service (ServiceAccount) or of a storage account (AzureAccount).
-// The Publisher and Subscriber need nothing else of a back end.
+// Account is where topics' queues live: the queues of any back end of
+// azq's service contract, through ServiceAccount. The Publisher and
+// Subscriber need nothing else of a back end.
 type Account interface {
 	// Queue returns the queue named name, which need not exist:
 	// operations on a missing queue fail with azq.ErrQueueNotFound.
@@ -20,40 +19,31 @@ type Account interface {
 	CreateQueue(ctx context.Context, name string) error
 }
 
-// ServiceAccount returns the Account of the queues of svc, in memory or on
-// disk. Its queues are looked up by name at each operation, so a queue
-// may be created after a publisher or subscriber names it.
-func ServiceAccount(svc *azq.Service) Account { return serviceAccount{svc} }
+// ServiceAccount returns the Account of the queues of svc: an in-memory
+// or durable *azq.Service, an *azure.Service (Azure Queue Storage or
+// azq's REST server), or any other back end of the service contract. Its
+// queues are addressed by name at each operation (QueueService.Ref), so a
+// queue may be created after a publisher or subscriber names it.
+func ServiceAccount(svc azq.QueueService) Account { return serviceAccount{svc} }
 
-// AzureAccount returns the Account of the queues of a storage account
-// (or of azq's REST server), through package azure.
-func AzureAccount(svc *azure.Service) Account { return azureAccount{svc} }
-
-type serviceAccount struct{ svc *azq.Service }
+type serviceAccount struct{ svc azq.QueueService }
 
 func (a serviceAccount) Queue(name string) (azq.MessageQueue, error) {
-	if err := azq.ValidateQueueName(name); err != nil {
+	q, err := a.svc.Ref(name)
+	if err != nil {
 		return nil, err
 	}
-	return a.svc.Named(name), nil
+	return q, nil
 }
 
 func (a serviceAccount) CreateQueue(ctx context.Context, name string) error {
-	_, _, err := a.svc.CreateQueue(ctx, name, nil)
+	q, err := a.svc.Ref(name)
+	if err != nil {
+		return err
+	}
+	_, err = q.Create(ctx, nil)
 	if errors.Is(err, azq.ErrQueueAlreadyExists) {
 		return nil // it exists, with metadata of its own
-	}
-	return err
-}
-
-type azureAccount struct{ svc *azure.Service }
-
-func (a azureAccount) Queue(name string) (azq.MessageQueue, error) { return a.svc.Queue(name) }
-
-func (a azureAccount) CreateQueue(ctx context.Context, name string) error {
-	_, _, err := a.svc.CreateQueue(ctx, name, nil)
-	if errors.Is(err, azq.ErrQueueAlreadyExists) {
-		return nil
 	}
 	return err
 }

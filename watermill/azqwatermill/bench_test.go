@@ -40,7 +40,7 @@ var benchAccounts = []struct {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return AzureAccount(svc)
+		return ServiceAccount(svc)
 	}},
 }
 

@@ -1,8 +1,9 @@
 // Package azqwatermill is a Watermill Pub/Sub
 // (github.com/ThreeDotsLabs/watermill) on Azure-style queues: any back end
-// of azq's queue contract, through an Account — the queues of an
-// in-memory or durable *azq.Service (ServiceAccount), or of Azure Queue
-// Storage or azq's REST server through package azure (AzureAccount).
+// of azq's service contract (azq.QueueService) through ServiceAccount: the
+// queues of an in-memory or durable *azq.Service, of Azure Queue Storage
+// or azq's REST server through package azure's Service, or of any other
+// back end of the contract.
 //
 // A topic is a queue of the same name (or of the name that
 // PublisherConfig.QueueName and SubscriberConfig.QueueName give it). A

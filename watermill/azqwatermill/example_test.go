@@ -11,7 +11,7 @@ import (
 )
 
 func Example() {
-	svc := azq.NewService() // or azq.Open(dir); azqwatermill.AzureAccount for Azure
+	svc := azq.NewService() // or azq.Open(dir), or an *azure.Service for Azure
 	defer svc.Close()
 	account := azqwatermill.ServiceAccount(svc)
 

@@ -50,7 +50,7 @@ var backends = map[string]func(t testing.TB) Account{
 		if err != nil {
 			t.Fatal(err)
 		}
-		return AzureAccount(svc)
+		return ServiceAccount(svc)
 	},
 }
 

@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "azqd", buildVersion())
 		return nil
 	}
+	if cfg.healthcheck != "" {
+		return healthcheck(ctx, cfg.healthcheck, stdout)
+	}
 	// With -print-connection-string, stdout carries the connection
 	// strings alone, for scripts; everything else goes to stderr.
 	notes := stdout

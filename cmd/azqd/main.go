@@ -36,7 +36,10 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := becomeImageUser(os.Args[1:], os.Getenv(imageUserEnv), os.Stderr)
+	if err == nil {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):

@@ -138,9 +138,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	warnAzuriteWorkspace(cfg.dataDir, cfg.accounts, stderr)
 	services, err := openData(cfg, ctl, stdout, storageLogger(logger, stderr))
 	if err != nil {
-		return err
+		return dataDirError(cfg.dataDir, err)
 	}
 	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {

@@ -60,7 +60,9 @@ func (d dockerfile) find(instr, substr string) []string {
 // (the build stage's WORKDIR holds the whole repository), into a
 // directory standing in for the image's root. It checks that the binary
 // is static, as the scratch image needs, and that it serves under the
-// image's CMD and under Azurite's command line. It builds no image.
+// image's CMD and under Azurite's command line, with the image's health
+// check. It builds no image: cmd/azqd/image builds the image from the
+// same recipe, and its tests run it.
 func TestDockerfileBuildSteps(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the image is Linux; its build steps run under /bin/sh")

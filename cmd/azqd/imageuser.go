@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,9 @@ func becomeImageUser(args []string, spec string, stderr io.Writer) error {
 	}
 	if u.uid == 0 {
 		return nil // root asked to stay root
+	}
+	if runtime.GOOS != "linux" {
+		return switchUser(u) // which refuses, before anything is changed
 	}
 	if cfg, _, err := parseArgs(args); err == nil && cfg.dataDir != "" {
 		changed, err := prepareDataDir(cfg, u)

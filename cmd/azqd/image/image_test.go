@@ -3,7 +3,6 @@ package main
 import (
 	"archive/tar"
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,24 +332,5 @@ func TestImageSize(t *testing.T) {
 		if got < stated*0.75 || got > stated*1.25 {
 			t.Errorf("the Dockerfile says %.1f MB %s; the image is %.1f MB: update the figure", stated, c.what, got)
 		}
-	}
-}
-
-// TestBinaryIsStatic: a scratch image has no dynamic loader and no
-// libraries.
-func TestBinaryIsStatic(t *testing.T) {
-	root := unpack(t, image(t).img)
-	f, err := elf.Open(filepath.Join(root, "usr", "local", "bin", "azqd"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			t.Error("the binary asks for a dynamic loader")
-		}
-	}
-	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
-		t.Errorf("the binary links %v (%v)", libs, err)
 	}
 }

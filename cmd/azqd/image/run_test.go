@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -5,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -553,4 +556,23 @@ func TestImageRuns(t *testing.T) {
 			t.Errorf("exited %d, want 1 with the reason and no serving:\n%s", code, out)
 		}
 	})
+}
+
+// TestBinaryIsStatic: a scratch image has no dynamic loader and no
+// libraries.
+func TestBinaryIsStatic(t *testing.T) {
+	root := unpack(t, image(t).img)
+	f, err := elf.Open(filepath.Join(root, "usr", "local", "bin", "azqd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Error("the binary asks for a dynamic loader")
+		}
+	}
+	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
+		t.Errorf("the binary links %v (%v)", libs, err)
+	}
 }

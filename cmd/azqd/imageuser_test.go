@@ -156,3 +156,23 @@ func TestPrepareDataDir(t *testing.T) {
 	}
 	ownerIs(cfg.dataDir, u)
 }
+
+// FuzzParseImageUser: AZQD_USER comes from outside; any value either
+// parses to IDs that print back as the value, or is refused.
+func FuzzParseImageUser(f *testing.F) {
+	for _, s := range []string{"65532:65532", "0:0", "1000:100", "", ":", "a:b", "-1:1", "2147483648:1", "1:2:3", " 1:2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := parseImageUser(s)
+		if err != nil {
+			return
+		}
+		if u.uid < 0 || u.gid < 0 {
+			t.Fatalf("%q parsed to %v", s, u)
+		}
+		if again, err := parseImageUser(u.String()); err != nil || again != u {
+			t.Fatalf("%q parsed to %v, which parses to %v, %v", s, u, again, err)
+		}
+	})
+}

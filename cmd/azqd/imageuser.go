@@ -75,7 +75,8 @@ func becomeImageUser(args []string, spec string, stderr io.Writer) error {
 // prepareDataDir makes cfg's data directory usable by u, as root, before
 // azqd becomes u: it creates the directory if missing; gives it to u if u
 // cannot create files in it (a volume mounted from a root-owned
-// directory, or one Azurite's image, which runs as root, wrote); and
+// directory, or one Azurite's image, which runs as root, wrote), unless u
+// owns it already and made it read-only, which stays so; and
 // gives u the entries that are azqd's own (each account's directory, its
 // properties file, the saved clock, and the --debug log) where an
 // earlier run as root left them root's. Everything else in the directory,
@@ -90,7 +91,7 @@ func prepareDataDir(cfg *config, u imageUser) (changed []string, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if !writableBy(fi, u) {
+	if o, _ := ownerOf(fi); !writableBy(fi, u) && o != u {
 		if err := os.Chown(dir, u.uid, u.gid); err != nil {
 			return nil, err
 		}

@@ -148,6 +148,14 @@ func TestPrepareDataDir(t *testing.T) {
 	if changed, err := prepareDataDir(cfg, u); err != nil || len(changed) != 0 {
 		t.Errorf("fresh volume: changed %q, %v", changed, err)
 	}
+	// A directory the user owns and made read-only stays so: azqd then
+	// stops, saying why, rather than say it changed an owner.
+	if err := os.Chmod(fresh, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := prepareDataDir(cfg, u); err != nil || len(changed) != 0 {
+		t.Errorf("read-only directory of the user's: changed %q, %v", changed, err)
+	}
 	// A missing directory (a bind mount of a path that does not exist
 	// yet) is made, as root, and given to the user.
 	cfg.dataDir = filepath.Join(t.TempDir(), "a", "b")

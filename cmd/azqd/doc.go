@@ -106,7 +106,9 @@
 // storage has failed (a write or sync of its log failed, after which it
 // refuses every request until azqd restarts) it answers 503 with
 // {"status":"unavailable","reason":…}, so that a container's health check
-// restarts azqd.
+// restarts azqd. azqd -healthcheck URL asks that endpoint and exits 0 if
+// azqd is healthy, 1 if not: the health check of the scratch image,
+// which has no curl.
 //
 // With -log-level, each request is logged once, with its operation,
 // account, queue, status, Azure error code, duration, x-ms-version and
@@ -145,7 +147,11 @@
 //
 // The container image (the repository's Dockerfile) also answers to
 // Azurite's command names, azurite-queue and azurite; under every name the
-// program is azqd and serves the Queue service only.
+// program is azqd and serves the Queue service only. It starts azqd as
+// root with AZQD_USER=65532:65532: azqd makes the directory of --location
+// or -data usable by that user, leaving Azurite's files there alone, and
+// then serves as that user. A data directory that holds an Azurite
+// workspace is reported at start-up: azqd cannot read Azurite's data.
 //
 // # Clock control
 //

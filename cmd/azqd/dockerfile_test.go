@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,9 @@ func (d dockerfile) find(instr, substr string) []string {
 // (the build stage's WORKDIR holds the whole repository), into a
 // directory standing in for the image's root. It checks that the binary
 // is static, as the scratch image needs, and that it serves under the
-// image's CMD and under Azurite's command line. It builds no image.
+// image's CMD and under Azurite's command line, with the image's health
+// check. It builds no image: cmd/azqd/image builds the image from the
+// same recipe, and its tests run it.
 func TestDockerfileBuildSteps(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the image is Linux; its build steps run under /bin/sh")
@@ -77,8 +80,16 @@ func TestDockerfileBuildSteps(t *testing.T) {
 	if got := d.find("EXPOSE", ""); len(got) != 1 || got[0] != "10001" {
 		t.Errorf("EXPOSE %q, want 10001", got)
 	}
-	if got := d.find("USER", ""); len(got) != 1 || strings.HasPrefix(got[0], "0") || got[0] == "root" {
-		t.Errorf("USER %q, want an unprivileged user", got)
+	// azqd starts as root, as Azurite's image does, so that a root-owned
+	// volume at --location works, and becomes AZQD_USER, unprivileged,
+	// before it serves (imageuser.go).
+	if got := d.find("USER", ""); len(got) != 1 || got[0] != "0:0" {
+		t.Errorf("USER %q, want 0:0, with AZQD_USER naming the user azqd becomes", got)
+	}
+	if got := d.find("ENV", imageUserEnv+"="); len(got) != 1 {
+		t.Errorf("ENV %s: %q, want one", imageUserEnv, got)
+	} else if u, err := parseImageUser(strings.TrimPrefix(got[0], imageUserEnv+"=")); err != nil || u.uid == 0 || u.gid == 0 {
+		t.Errorf("ENV %s: %v, %v; want an unprivileged uid:gid", got[0], u, err)
 	}
 
 	build := d.find("RUN", "go build")
@@ -191,12 +202,23 @@ func serveBinary(t *testing.T, path string, args []string) (printed []string) {
 		t.Fatalf("connection string %q, want the loopback address for a listener on every interface", conn)
 	}
 	roundTrip(t, queueClient(t, conn, "image"))
+	// The image's HEALTHCHECK: exit 0 while azqd serves, 1 once it is gone.
+	endpoint := strings.TrimSuffix(conn[strings.Index(conn, "QueueEndpoint=")+len("QueueEndpoint="):], ";")
+	health := strings.TrimSuffix(endpoint, "/devstoreaccount1") + "/_azq/health"
+	if out, err := exec.Command(path, "-healthcheck", health).CombinedOutput(); err != nil {
+		t.Errorf("azqd -healthcheck %s while serving: %v\n%s", health, err, out)
+	}
 	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	rest := drain(lines)
 	if err := p.Wait(); err != nil || !strings.Contains(rest, "azqd: stopped") {
 		t.Fatalf("after SIGTERM: %v, printed %q, stderr %q", err, rest, stderr.String())
+	}
+	out, err := exec.Command(path, "-healthcheck", health).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "unhealthy") {
+		t.Errorf("azqd -healthcheck %s once stopped: %v, want exit status 1 saying unhealthy\n%s", health, err, out)
 	}
 	return printed
 }

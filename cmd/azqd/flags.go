@@ -40,6 +40,10 @@ type config struct {
 	version          bool
 	dataDir          string
 
+	// healthcheck is -healthcheck URL: ask a running azqd's health
+	// endpoint and exit (healthcheck.go), the image's HEALTHCHECK.
+	healthcheck string
+
 	// debugLog is Azurite's --debug FILE: the request log at debug
 	// level, written to FILE.
 	debugLog string
@@ -122,7 +126,7 @@ var flagGroups = []struct {
 	{"Durability", []string{"data"}},
 	{"Faults, metrics and the admin endpoints", []string{"faults", "fault-control", "metrics", "allow-host", "admin-remote"}},
 	{"Operability", []string{"log-level", "log-format", "shutdown-timeout", "read-timeout", "keep-alive-timeout",
-		"max-connections", "print-connection-string", "version,v"}},
+		"max-connections", "print-connection-string", "version,v", "healthcheck"}},
 	{"Azurite compatibility (azurite-queue 3.37's flags, so that its command lines start azqd;\n" +
 		"also --oauth basic, which is -oauth, and -v, -h)", azuriteFlagNames},
 }
@@ -290,6 +294,7 @@ func parseArgs(args []string) (*config, *flag.FlagSet, error) {
 	fs.BoolVar(&cfg.printConnString, "print-connection-string", false, "print only the connection strings on stdout, one per account, and the rest on stderr")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.BoolVar(&cfg.version, "v", false, "print the version and exit")
+	fs.StringVar(&cfg.healthcheck, "healthcheck", "", "ask the azqd serving at `URL` (its /_azq/health) whether it is healthy, and exit 0 if so, 1 if not: a container's health check")
 
 	az := azuriteFlags(fs, cfg)
 	if err := fs.Parse(azuriteArgs(args)); err != nil {

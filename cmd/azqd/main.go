@@ -36,7 +36,10 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := becomeImageUser(os.Args[1:], os.Getenv(imageUserEnv), os.Stderr)
+	if err == nil {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, flag.ErrHelp):
@@ -67,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.version {
 		fmt.Fprintln(stdout, "azqd", buildVersion())
 		return nil
+	}
+	if cfg.healthcheck != "" {
+		return healthcheck(ctx, cfg.healthcheck, stdout)
 	}
 	// With -print-connection-string, stdout carries the connection
 	// strings alone, for scripts; everything else goes to stderr.
@@ -134,9 +140,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	warnAzuriteWorkspace(cfg.dataDir, cfg.accounts, stderr)
 	services, err := openData(cfg, ctl, stdout, storageLogger(logger, stderr))
 	if err != nil {
-		return err
+		return dataDirError(cfg.dataDir, err)
 	}
 	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {

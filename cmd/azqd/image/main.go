@@ -1,0 +1,151 @@
+// Command image builds azqd's container image without a container
+// engine, from the recipe of the repository's Dockerfile (recipe.go), and
+// writes it as an OCI image layout, a docker-archive tarball (what
+// docker load and podman load read), or both:
+//
+//	go run ./cmd/azqd/image -oci out/azqd-oci -docker-archive out/azqd.tar
+//
+// from the repository's root. The Dockerfile stays the recipe people and
+// container engines read; this is the build that CI runs and tests
+// (image_test.go unpacks the image and runs it; .ci/run builds it and
+// loads it into podman). It is a module of its own so that its
+// dependencies (go-containerregistry) are no one else's.
+//
+// The image is reproducible: its times are SOURCE_DATE_EPOCH, or the Unix
+// epoch when that is unset, as ko makes them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("image", flag.ContinueOnError)
+	repo := fs.String("repo", ".", "the repository's root `dir`, where the Dockerfile is")
+	oci := fs.String("oci", "", "write the image as an OCI image layout into `dir` (created; must not hold one already)")
+	archive := fs.String("docker-archive", "", "write the image as a docker-archive tarball to `file`, for docker load and podman load")
+	tag := fs.String("tag", defaultTag, "the image's `name` in the docker-archive")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || (*oci == "" && *archive == "") {
+		return errors.New("usage: image [-repo dir] -oci dir | -docker-archive file [-tag name]")
+	}
+	created, err := sourceDate()
+	if err != nil {
+		return err
+	}
+	img, err := buildImage(ctx, azqdImage, *repo, created)
+	if err != nil {
+		return err
+	}
+	if err := write(img, *oci, *archive, *tag); err != nil {
+		return err
+	}
+	return summary(stdout, img)
+}
+
+// defaultTag names the image in a docker-archive.
+const defaultTag = "localhost/azqd:latest"
+
+// write writes img as an OCI image layout into oci and as a
+// docker-archive tarball to archive, each unless "".
+func write(img v1.Image, oci, archive, tag string) error {
+	if oci != "" {
+		p, err := layout.Write(oci, empty.Index)
+		if err != nil {
+			return err
+		}
+		if err := p.AppendImage(img); err != nil {
+			return err
+		}
+	}
+	if archive != "" {
+		ref, err := name.NewTag(tag)
+		if err != nil {
+			return err
+		}
+		if err := tarball.WriteToFile(archive, ref, img); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourceDate is SOURCE_DATE_EPOCH, or the Unix epoch.
+func sourceDate() (time.Time, error) {
+	s := os.Getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want seconds since 1970", s)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+// sizes are an image's layers' sizes, compressed (what a registry stores
+// and a pull downloads) and not.
+type sizes struct{ compressed, uncompressed int64 }
+
+// imageSizes adds up img's layers.
+func imageSizes(img v1.Image) (sizes, error) {
+	var s sizes
+	layers, err := img.Layers()
+	if err != nil {
+		return s, err
+	}
+	for _, l := range layers {
+		n, err := l.Size()
+		if err != nil {
+			return s, err
+		}
+		s.compressed += n
+		rc, err := l.Uncompressed()
+		if err != nil {
+			return s, err
+		}
+		m, err := io.Copy(io.Discard, rc)
+		rc.Close()
+		if err != nil {
+			return s, err
+		}
+		s.uncompressed += m
+	}
+	return s, nil
+}
+
+// summary prints img's digest and sizes.
+func summary(w io.Writer, img v1.Image) error {
+	d, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	s, err := imageSizes(img)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "image: %s, layers %.1f MB compressed, %.1f MB uncompressed\n", d, float64(s.compressed)/1e6, float64(s.uncompressed)/1e6)
+	return nil
+}

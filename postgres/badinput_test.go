@@ -73,6 +73,7 @@ func rows(t *testing.T, s *postgres.Service) []string {
 // and changes no row; stale, forged and foreign receipts get
 // ErrMessageNotFound, as in memory, and change nothing either.
 func TestBadInputAsInMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, mock := openMock(t)
 	memClock := clock.NewMock()
@@ -244,6 +245,7 @@ func TestBadInputAsInMemory(t *testing.T) {
 // Names, metadata, access policies and list options that Azure refuses
 // get the in-memory Service's errors, and create or change nothing.
 func TestBadServiceInputAsInMemory(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := openMock(t)
 	mem := azq.NewService()

@@ -16,12 +16,14 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// open returns a Service on a schema of t's own in the test server, with
-// the given options, closed when t ends.
+// open returns a Service on the test server, with the given options (on
+// a schema of t's own unless they name one), closed when t ends.
 func open(t testing.TB, opts postgres.Options) *postgres.Service {
 	t.Helper()
 	srv := pgtest.Shared(t)
-	opts.Schema = srv.NewSchema(t)
+	if opts.Schema == "" {
+		opts.Schema = srv.NewSchema(t)
+	}
 	s, err := postgres.Open(context.Background(), srv.URL(), &opts)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +55,7 @@ var queueNumber atomic.Int64
 // The queue contract on PostgreSQL, with a mock clock: every subtest,
 // nothing skipped, times checked exactly.
 func TestContract(t *testing.T) {
+	t.Parallel()
 	s, mock := openMock(t)
 	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
 		return azqtest.Fixture{Queue: newQueue(t, s), Clock: mock}
@@ -62,6 +65,7 @@ func TestContract(t *testing.T) {
 // The queue contract on the database's clock, as in production: the suite
 // sleeps where it would move a mock clock. A long run.
 func TestContractDatabaseClock(t *testing.T) {
+	t.Parallel()
 	longrun.Skip(t)
 	s := open(t, postgres.Options{})
 	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {

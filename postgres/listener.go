@@ -23,21 +23,27 @@ type listener struct {
 	mu      sync.Mutex    // guards the fields below
 	pid     uint32        // backend of the connection while it listens; 0 while down
 	gen     uint64        // counts the connections that listened
-	err     error         // why the listener is down, once it has failed
+	err     error         // why the listener is down, once an attempt to connect failed
 	changed chan struct{} // closed, and replaced, when the fields above change
+
+	kick chan struct{} // cuts short the wait before the next attempt to connect
 }
 
 func startListener(s *Service) *listener {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &listener{s: s, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+	l := &listener{s: s, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{}), kick: make(chan struct{}, 1)}
 	go l.run(ctx)
 	return l
 }
 
 // wait returns the backend process id and the generation of the
-// connection once it listens, or the error of the last attempt to connect
-// if it failed: a database that is down is reported, not waited for.
+// connection once it listens. While it is down after a failure to
+// connect, wait has the listener try again at once and returns that
+// attempt's error if it fails too: a database that is down is reported,
+// not waited for, and one that is back is used without waiting out the
+// listener's backoff.
 func (l *listener) wait(ctx context.Context, closing <-chan struct{}) (uint32, uint64, error) {
+	kicked := false
 	for {
 		l.mu.Lock()
 		pid, gen, err, changed := l.pid, l.gen, l.err, l.changed
@@ -45,8 +51,14 @@ func (l *listener) wait(ctx context.Context, closing <-chan struct{}) (uint32, u
 		switch {
 		case pid != 0:
 			return pid, gen, nil
-		case err != nil:
+		case err != nil && kicked:
 			return 0, 0, dbError(ctx, err)
+		case err != nil:
+			select {
+			case l.kick <- struct{}{}:
+			default: // an attempt is due already
+			}
+			kicked = true
 		}
 		select {
 		case <-changed:
@@ -87,22 +99,29 @@ func (l *listener) run(ctx context.Context) {
 			// Try again soon, then less and less often, on the real
 			// clock: this is about the database, not the queue's time.
 			backoff = min(max(2*backoff, 50*time.Millisecond), 5*time.Second)
+			t := time.NewTimer(backoff)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-time.After(backoff):
+			case <-l.kick:
+			case <-t.C:
 			}
+			t.Stop()
 			continue
 		}
 		backoff = 0
 		l.set(conn.PgConn().PID(), nil)
 		l.s.wakeAll()
-		err = l.listen(ctx, conn)
+		l.listen(ctx, conn) // until the connection fails or ctx ends
 		l.hangUp(conn)
 		if ctx.Err() != nil {
 			return
 		}
-		l.set(0, err)
+		// Down, but not failed yet: the waiters, woken, wait for the
+		// attempt to connect again that follows at once, and fail only
+		// if it fails.
+		l.set(0, nil)
 		l.s.wakeAll()
 	}
 }
@@ -127,11 +146,11 @@ func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
 
 // listen dispatches notifications until the connection fails or ctx
 // ends.
-func (l *listener) listen(ctx context.Context, conn *pgx.Conn) error {
+func (l *listener) listen(ctx context.Context, conn *pgx.Conn) {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return
 		}
 		l.s.wake(n.Payload)
 	}

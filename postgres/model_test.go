@@ -215,11 +215,15 @@ func runModel(t *testing.T) {
 
 // TestModel checks the PostgreSQL queue against the in-memory one, a
 // short run by default.
-func TestModel(t *testing.T) { runModel(t) }
+func TestModel(t *testing.T) {
+	t.Parallel()
+	runModel(t)
+}
 
 // TestModelLong is TestModel with many more runs: a long run.
 func TestModelLong(t *testing.T) {
 	longrun.Skip(t)
+	t.Parallel()
 	for i := 0; i < 20; i++ {
 		runModel(t)
 	}

@@ -55,18 +55,3 @@ func (s *Service) maybePurge(ctx context.Context) {
 	}
 	p.mu.Unlock()
 }
-
-// purgeNow removes every expired message, a batch at a time, for tests.
-func (s *Service) purgeNow(ctx context.Context) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		if err := s.pool.QueryRow(ctx, s.sql.purgeExpired, s.now(), removeBatch).Scan(&n); err != nil {
-			return total, dbError(ctx, err)
-		}
-		total += n
-		if n < removeBatch {
-			return total, nil
-		}
-	}
-}

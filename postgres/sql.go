@@ -242,13 +242,15 @@ ORDER BY p.position NULLS FIRST`
 	// row: the queue's id (NULL: no such queue).
 	sqlSetAccessPolicies = `
 WITH q AS (SELECT id FROM {{schema}}.queues WHERE name = $1),
-del AS (DELETE FROM {{schema}}.access_policies WHERE queue_id = (SELECT id FROM q)),
+del AS (DELETE FROM {{schema}}.access_policies WHERE queue_id = (SELECT id FROM q) RETURNING 1),
 ins AS (
 	INSERT INTO {{schema}}.access_policies (queue_id, position, id, start_sec, start_nsec, expiry_sec, expiry_nsec, permission)
 	SELECT (SELECT id FROM q), p.ord - 1, p.id, p.start_sec, p.start_nsec, p.expiry_sec, p.expiry_nsec, p.permission
 	FROM unnest($2::bytea[], $3::bigint[], $4::int[], $5::bigint[], $6::int[], $7::text[])
 		WITH ORDINALITY AS p (id, start_sec, start_nsec, expiry_sec, expiry_nsec, permission, ord)
-	WHERE EXISTS (SELECT FROM q)
+	-- Reading del's count makes the deletion run first: the positions
+	-- are the same.
+	WHERE EXISTS (SELECT FROM q) AND (SELECT count(*) FROM del) >= 0
 )
 SELECT (SELECT id FROM q)`
 

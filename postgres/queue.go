@@ -125,7 +125,7 @@ func (q *Queue) AppendGet(ctx context.Context, dst []azq.Message, n int, visibil
 	if err := q.svc.check(ctx); err != nil {
 		return dst, err
 	}
-	msgs, _, err := q.get(ctx, dst, n, visibility)
+	msgs, err := q.get(ctx, dst, n, visibility)
 	if err != nil {
 		return dst, err
 	}
@@ -133,45 +133,27 @@ func (q *Queue) AppendGet(ctx context.Context, dst []azq.Message, n int, visibil
 	return msgs, nil
 }
 
-// getResult is what a Get learned besides its messages.
-type getResult struct {
-	now  int64 // the time the statement ran at
-	next int64 // when nothing was taken: the earliest next-visible time
-	// of an unexpired message (maybe <= now, for messages that another
-	// Get held locked); 0 if the queue has no message
-}
-
 // get runs the Get statement for up to n messages and appends them to
 // dst.
-func (q *Queue) get(ctx context.Context, dst []azq.Message, n int, visibility time.Duration) ([]azq.Message, getResult, error) {
+func (q *Queue) get(ctx context.Context, dst []azq.Message, n int, visibility time.Duration) ([]azq.Message, error) {
 	s := q.svc
-	var tags [32]int64
-	if n > len(tags) {
-		n = len(tags) // custom limits: at most 32 a statement
-	}
-	for i := range tags[:n] {
-		tags[i] = newTag()
-	}
-	var res getResult
-	rows, err := s.pool.Query(ctx, s.sql.get, q.name, s.now(), n, int64(visibility), tags[:n])
+	rows, err := s.pool.Query(ctx, s.sql.get, q.name, s.now(), n, int64(visibility), newTag())
 	if err != nil {
-		return dst, res, dbError(ctx, err)
+		return dst, dbError(ctx, err)
 	}
 	defer rows.Close()
 	first := len(dst)
-	exists := false
+	exists := true
 	for rows.Next() {
-		var rn int64
+		var was pgtype.Int8
 		var id pgtype.UUID
 		var seq, inserted, visible, expires, dequeues, version, tag pgtype.Int8
 		var content string
-		if err := rows.Scan(&rn, &id, &seq, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
-			return dst[:first], res, dbError(ctx, err)
+		if err := rows.Scan(&was, &id, &seq, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
+			return dst[:first], dbError(ctx, err)
 		}
-		if rn == 0 { // the first row: the queue, the time, what comes next
+		if !id.Valid { // nothing taken: the queue's id, if it exists
 			exists = seq.Valid
-			res.now = inserted.Int64
-			res.next = visible.Int64
 			continue
 		}
 		dst = append(dst, azq.Message{
@@ -185,12 +167,26 @@ func (q *Queue) get(ctx context.Context, dst []azq.Message, n int, visibility ti
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return dst[:first], res, dbError(ctx, err)
+		return dst[:first], dbError(ctx, err)
 	}
 	if !exists {
-		return dst[:first], res, queueNotFound(q.name)
+		return dst[:first], queueNotFound(q.name)
 	}
-	return dst, res, nil
+	return dst, nil
+}
+
+// exists tells an operation that found no message why: ErrQueueNotFound
+// if the queue does not exist, else notFound.
+func (q *Queue) exists(ctx context.Context, notFound error) error {
+	var id int64
+	err := q.svc.pool.QueryRow(ctx, q.svc.sql.queueID, q.name).Scan(&id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return queueNotFound(q.name)
+	case err != nil:
+		return dbError(ctx, err)
+	}
+	return notFound
 }
 
 // Peek returns up to n visible messages (1 to 32) without changing
@@ -270,26 +266,24 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
 	b.Queue(s.sql.update, q.name, [16]byte(id), version, tag, int64(visibility), newTag, newContent, s.now(), s.channel)
 	br := s.pool.SendBatch(ctx, b)
-	var qid, visible, newVersion pgtype.Int8
-	var notified pgtype.Bool
+	var visible, newVersion int64
+	var notified bool
 	_, err := br.Exec()
 	if err == nil {
-		err = br.QueryRow().Scan(&qid, &visible, &newVersion, &notified)
+		err = br.QueryRow().Scan(&visible, &newVersion, &notified)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	switch {
-	case err != nil:
+	if errors.Is(err, pgx.ErrNoRows) {
+		return azq.UpdateResult{}, q.exists(ctx, messageNotFound(id))
+	}
+	if err != nil {
 		return azq.UpdateResult{}, dbError(ctx, err)
-	case !qid.Valid:
-		return azq.UpdateResult{}, queueNotFound(q.name)
-	case !newVersion.Valid:
-		return azq.UpdateResult{}, messageNotFound(id)
 	}
 	return azq.UpdateResult{
-		PopReceipt:      makeReceipt(slot, newVersion.Int64, newTag),
-		NextVisibleTime: fromNanos(visible.Int64),
+		PopReceipt:      makeReceipt(slot, newVersion, newTag),
+		NextVisibleTime: fromNanos(visible),
 	}, nil
 }
 
@@ -307,18 +301,12 @@ func (q *Queue) Delete(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	if !ok {
 		version = -1 // see Update
 	}
-	var qid pgtype.Int8
-	var n int64
-	if err := s.pool.QueryRow(ctx, s.sql.delete, q.name, [16]byte(id), version, tag, s.now()).Scan(&qid, &n); err != nil {
-		return dbError(ctx, err)
+	var seq int64
+	err := s.pool.QueryRow(ctx, s.sql.delete, q.name, [16]byte(id), version, tag, s.now()).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return q.exists(ctx, messageNotFound(id))
 	}
-	switch {
-	case !qid.Valid:
-		return queueNotFound(q.name)
-	case n == 0:
-		return messageNotFound(id)
-	}
-	return nil
+	return dbError(ctx, err)
 }
 
 // Clear deletes every message, visible or not, in one statement. Every

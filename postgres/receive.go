@@ -7,6 +7,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Receive is Get that waits, as azq.Queue.Receive does: it returns as
@@ -31,7 +32,7 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		return nil, err
 	}
 	// A busy queue answers at once, without the set-up of a wait.
-	msgs, _, err := q.get(ctx, nil, n, visibility)
+	msgs, err := q.get(ctx, nil, n, visibility)
 	if err != nil || len(msgs) > 0 {
 		return msgs, err
 	}
@@ -48,10 +49,14 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		s.mu.Lock()
 		wake := ws.wakeChan()
 		s.mu.Unlock()
-		before := s.timerClock.Now()
-		msgs, res, err := q.get(ctx, nil, n, visibility)
+		msgs, err := q.get(ctx, nil, n, visibility)
 		if err != nil || len(msgs) > 0 {
 			return msgs, err
+		}
+		before := s.timerClock.Now()
+		res, err := q.nextVisible(ctx)
+		if err != nil {
+			return nil, err
 		}
 		var paused <-chan time.Time
 		switch {
@@ -89,6 +94,26 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		case <-paused:
 		}
 	}
+}
+
+// nextResult is what nextVisible learned.
+type nextResult struct {
+	now  int64 // the time the statement ran at
+	next int64 // the earliest next-visible time of an unexpired message
+	// (maybe <= now, for messages that another Get held locked); 0 if
+	// the queue has no message
+}
+
+// nextVisible looks up when the queue's first message becomes visible.
+func (q *Queue) nextVisible(ctx context.Context) (nextResult, error) {
+	var id, now, next pgtype.Int8
+	if err := q.svc.pool.QueryRow(ctx, q.svc.sql.nextVisible, q.name, q.svc.now()).Scan(&id, &now, &next); err != nil {
+		return nextResult{}, dbError(ctx, err)
+	}
+	if !id.Valid {
+		return nextResult{}, queueNotFound(q.name)
+	}
+	return nextResult{now: now.Int64, next: next.Int64}, nil
 }
 
 // addNanos returns t+d, saturating below neverExpires.

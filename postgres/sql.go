@@ -11,7 +11,9 @@ import "strings"
 //
 // Parameters named now are the Service clock's reading in Unix
 // nanoseconds, or NULL for the database's clock: coalesce picks the
-// database's only then. Durations are nanoseconds.
+// database's only then, {{dbnow}}, the start of the statement's
+// transaction, which is one time for the whole statement. Durations are
+// nanoseconds.
 const (
 	// lockQueue takes the queue name's advisory lock in shared mode for
 	// the transaction, before Put and Update write. DeleteQueue and a
@@ -31,65 +33,69 @@ const (
 	// $4 time-to-live (-1: never), $5 receipt tag, $6 content, $7 now,
 	// $8 notification channel. No row: no such queue.
 	sqlPut = `
-WITH t AS MATERIALIZED (SELECT coalesce($7::bigint, {{schema}}.now_ns()) AS now),
-ins AS (
-	INSERT INTO {{schema}}.messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content)
-	SELECT $2, q.id, t.now, {{schema}}.add_ns(t.now, $3::bigint),
-		CASE WHEN $4::bigint < 0 THEN 9223372036854775807 ELSE {{schema}}.add_ns(t.now, $4::bigint) END,
-		$5, $6
-	FROM {{schema}}.queues q, t
-	WHERE q.name = $1
-	RETURNING seq, inserted_at, visible_at, expires_at
-)
-SELECT seq, inserted_at, visible_at, expires_at,
-	(SELECT pg_notify($8, $1)::text FROM {{schema}}.waiters w WHERE w.queue_name = $1 LIMIT 1) IS NOT NULL
-FROM ins`
+INSERT INTO {{schema}}.messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content)
+SELECT $2, q.id, t.now, {{schema}}.add_ns(t.now, $3::bigint),
+	CASE WHEN $4::bigint < 0 THEN 9223372036854775807 ELSE {{schema}}.add_ns(t.now, $4::bigint) END,
+	$5, $6
+FROM {{schema}}.queues q, (SELECT coalesce($7::bigint, {{dbnow}}) AS now) t
+WHERE q.name = $1
+RETURNING seq, inserted_at, visible_at, expires_at,
+	(SELECT pg_notify($8, $1)::text FROM {{schema}}.waiters w WHERE w.queue_name = $1 LIMIT 1) IS NOT NULL`
 
-	// get takes up to $3 visible messages in order of next-visible time,
-	// then insertion, skipping those another Get has locked, and hides
-	// them for $4, with the tags $5 for their new receipts. $1 queue name,
-	// $2 now. The rows come in that order, after a first row that reports
-	// the queue's id (NULL: no such queue), the time now, and, when no
-	// message was taken, the next-visible time of the queue's first
-	// unexpired message (NULL: none), for Receive to wait for.
+	// get takes up to $3 visible messages of the queue $1 in order of
+	// next-visible time, then insertion, skipping those another Get has
+	// locked, and hides them until $2 (now) + $4. A message's new receipt
+	// tag is $5 XOR its sequence number (never 0): a random seed drawn for
+	// this Get, so that the tags of a Get's messages, handed to one caller
+	// together, are unguessable to anyone else. The rows come in that
+	// order; when none is taken, one row with a NULL ID instead tells the
+	// queue's id (NULL: no such queue).
 	sqlGet = `
-WITH q AS (SELECT id FROM {{schema}}.queues WHERE name = $1),
-t AS MATERIALIZED (SELECT coalesce($2::bigint, {{schema}}.now_ns()) AS now),
-picked AS (
-	SELECT m.id, m.visible_at, m.seq FROM {{schema}}.messages m
-	WHERE m.queue_id = (SELECT id FROM q)
-		AND m.visible_at <= (SELECT now FROM t) AND m.expires_at > (SELECT now FROM t)
+WITH picked AS (
+	SELECT m.id, m.visible_at FROM {{schema}}.messages m
+	WHERE m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
+		AND m.visible_at <= coalesce($2::bigint, {{dbnow}}) AND m.expires_at > coalesce($2::bigint, {{dbnow}})
 	ORDER BY m.visible_at, m.seq
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
 ),
-numbered AS (SELECT id, row_number() OVER (ORDER BY visible_at, seq) AS rn FROM picked),
 taken AS (
 	UPDATE {{schema}}.messages m
-	SET visible_at = {{schema}}.add_ns(t.now, $4::bigint), dequeue_count = m.dequeue_count + 1,
-		version = (m.version + 1) % 4294967296, tag = ($5::bigint[])[n.rn]
-	FROM numbered n, t
-	WHERE m.id = n.id
-	RETURNING n.rn, m.id, m.seq, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.version, m.tag
+	SET visible_at = {{schema}}.add_ns(coalesce($2::bigint, {{dbnow}}), $4::bigint),
+		dequeue_count = m.dequeue_count + 1, version = (m.version + 1) % 4294967296,
+		tag = CASE WHEN $5::bigint # m.seq = 0 THEN 1 ELSE $5::bigint # m.seq END
+	FROM picked p
+	WHERE m.id = p.id
+	RETURNING p.visible_at AS was, m.id, m.seq, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.version, m.tag
 )
-SELECT 0::bigint, NULL::uuid, (SELECT id FROM q), NULL::bytea, (SELECT now FROM t),
-	CASE WHEN NOT EXISTS (SELECT FROM taken) THEN (
-		SELECT m.visible_at FROM {{schema}}.messages m
-		WHERE m.queue_id = (SELECT id FROM q) AND m.expires_at > (SELECT now FROM t)
-		ORDER BY m.visible_at, m.seq LIMIT 1)
-	END, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint
+SELECT was, id, seq, content, inserted_at, visible_at, expires_at, dequeue_count, version, tag FROM taken
 UNION ALL
-SELECT * FROM taken
-ORDER BY 1`
+SELECT NULL, NULL, (SELECT id FROM {{schema}}.queues WHERE name = $1), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+WHERE NOT EXISTS (SELECT FROM taken)
+ORDER BY 1, 3`
+
+	// nextVisible tells Receive, after a Get that took nothing, when the
+	// first unexpired message of the queue $1 is visible. $2 now. One row:
+	// the queue's id (NULL: no such queue), the time now, and that time
+	// (NULL: the queue has no message; maybe <= now, for messages that
+	// another Get held locked).
+	sqlNextVisible = `
+SELECT q.id, t.now, (SELECT m.visible_at FROM {{schema}}.messages m
+	WHERE m.queue_id = q.id AND m.expires_at > t.now ORDER BY m.visible_at, m.seq LIMIT 1)
+FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q,
+	(SELECT coalesce($2::bigint, {{dbnow}}) AS now) t`
+
+	// queueID returns the id of the queue $1, for an operation that found
+	// no message to tell why. No row: no such queue.
+	sqlQueueID = `SELECT id FROM {{schema}}.queues WHERE name = $1`
 
 	// peek returns up to $3 visible messages in Get's order. $1 queue
 	// name, $2 now. One row with a NULL message ID and queue id: no such
 	// queue; with a NULL message ID only: no visible message.
 	sqlPeek = `
-WITH t AS MATERIALIZED (SELECT coalesce($2::bigint, {{schema}}.now_ns()) AS now)
 SELECT q.id, m.id, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count
 FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q
-CROSS JOIN t
+CROSS JOIN (SELECT coalesce($2::bigint, {{dbnow}}) AS now) t
 LEFT JOIN LATERAL (
 	SELECT m.id, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.seq
 	FROM {{schema}}.messages m
@@ -103,39 +109,25 @@ ORDER BY m.visible_at, m.seq`
 	// replaces its content, if the receipt ($3 version, $4 tag) is its
 	// current one; it gives the message the tag $6, and notifies any
 	// Service that waits on the queue. $1 queue name, $2 message ID, $8
-	// now, $9 notification channel. One row: the queue's id (NULL: no such
-	// queue), then the new next-visible time and version (NULL: no such
-	// message with that receipt).
+	// now, $9 notification channel. No row: no such message with that
+	// receipt, or no such queue (see queueID).
 	sqlUpdate = `
-WITH q AS (SELECT id FROM {{schema}}.queues WHERE name = $1),
-t AS MATERIALIZED (SELECT coalesce($8::bigint, {{schema}}.now_ns()) AS now),
-upd AS (
-	UPDATE {{schema}}.messages m
-	SET visible_at = {{schema}}.add_ns(t.now, $5::bigint), version = (m.version + 1) % 4294967296,
-		tag = $6, content = coalesce($7, m.content)
-	FROM t
-	WHERE m.id = $2 AND m.queue_id = (SELECT id FROM q) AND m.version = $3 AND m.tag = $4
-		AND m.expires_at > t.now
-	RETURNING m.visible_at, m.version
-)
-SELECT (SELECT id FROM q), upd.visible_at, upd.version,
-	CASE WHEN upd.version IS NOT NULL THEN
-		(SELECT pg_notify($9, $1)::text FROM {{schema}}.waiters w WHERE w.queue_name = $1 LIMIT 1) IS NOT NULL
-	END
-FROM (SELECT) one LEFT JOIN upd ON true`
+UPDATE {{schema}}.messages m
+SET visible_at = {{schema}}.add_ns(coalesce($8::bigint, {{dbnow}}), $5::bigint),
+	version = (m.version + 1) % 4294967296, tag = $6, content = coalesce($7, m.content)
+WHERE m.id = $2 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
+	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($8::bigint, {{dbnow}})
+RETURNING m.visible_at, m.version,
+	(SELECT pg_notify($9, $1)::text FROM {{schema}}.waiters w WHERE w.queue_name = $1 LIMIT 1) IS NOT NULL`
 
 	// delete removes the message if the receipt ($3 version, $4 tag) is
-	// its current one. $1 queue name, $2 message ID, $5 now. One row: the
-	// queue's id (NULL: no such queue) and the number of messages removed.
+	// its current one. $1 queue name, $2 message ID, $5 now. No row: no
+	// such message with that receipt, or no such queue (see queueID).
 	sqlDelete = `
-WITH q AS (SELECT id FROM {{schema}}.queues WHERE name = $1),
-del AS (
-	DELETE FROM {{schema}}.messages m
-	WHERE m.id = $2 AND m.queue_id = (SELECT id FROM q) AND m.version = $3 AND m.tag = $4
-		AND m.expires_at > coalesce($5::bigint, {{schema}}.now_ns())
-	RETURNING 1
-)
-SELECT (SELECT id FROM q), (SELECT count(*) FROM del)`
+DELETE FROM {{schema}}.messages m
+WHERE m.id = $2 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
+	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($5::bigint, {{dbnow}})
+RETURNING m.seq`
 
 	// clear removes every message of the queue $1. One row: the queue's
 	// id (NULL: no such queue).
@@ -148,13 +140,13 @@ SELECT (SELECT id FROM q)`
 	// row: the queue's id (NULL: no such queue) and the count.
 	sqlCount = `
 SELECT q.id, (SELECT count(*) FROM {{schema}}.messages m
-	WHERE m.queue_id = q.id AND m.expires_at > coalesce($2::bigint, {{schema}}.now_ns()))
+	WHERE m.queue_id = q.id AND m.expires_at > coalesce($2::bigint, {{dbnow}}))
 FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q`
 
 	// properties is count with the queue's metadata.
 	sqlProperties = `
 SELECT q.id, q.metadata_names, q.metadata_values, (SELECT count(*) FROM {{schema}}.messages m
-	WHERE m.queue_id = q.id AND m.expires_at > coalesce($2::bigint, {{schema}}.now_ns()))
+	WHERE m.queue_id = q.id AND m.expires_at > coalesce($2::bigint, {{dbnow}}))
 FROM (SELECT) one LEFT JOIN {{schema}}.queues q ON q.name = $1`
 
 	// createQueue creates the queue $1 with the metadata $2, $3 unless it
@@ -205,7 +197,7 @@ SELECT count(*) FROM del`
 	sqlPurgeExpired = `
 WITH doomed AS (
 	SELECT id FROM {{schema}}.messages
-	WHERE expires_at <= coalesce($1::bigint, {{schema}}.now_ns()) AND expires_at < 9223372036854775806
+	WHERE expires_at <= coalesce($1::bigint, {{dbnow}}) AND expires_at < 9223372036854775806
 	ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.id = d.id RETURNING 1)
@@ -272,22 +264,30 @@ WHERE w.pid = $1 OR NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = w.p
 
 // statements are the statements of one schema.
 type statements struct {
-	lockQueue, lockQueueExclusive                            string
-	put, get, peek, update, delete, clear, count, properties string
-	createQueue, dropQueue, removeDropped, droppedQueues     string
-	purgeExpired, listQueues, setMetadata                    string
-	accessPolicies, lockQueueRow, setAccessPolicies          string
-	registerWaiter, unregisterWaiter, forgetWaiters          string
+	lockQueue, lockQueueExclusive                        string
+	put, get, nextVisible, queueID, peek, update, delete string
+	clear, count, properties                             string
+	createQueue, dropQueue, removeDropped, droppedQueues string
+	purgeExpired, listQueues, setMetadata                string
+	accessPolicies, lockQueueRow, setAccessPolicies      string
+	registerWaiter, unregisterWaiter, forgetWaiters      string
 }
+
+// dbNow is the database's time in Unix nanoseconds, to the microsecond:
+// the start of the transaction, a stable value, which the planner reads
+// once per statement.
+const dbNow = `((extract(epoch FROM now()) * 1000000)::bigint * 1000)`
 
 // newStatements fills in the quoted schema name.
 func newStatements(quotedSchema string) *statements {
-	r := strings.NewReplacer("{{schema}}", quotedSchema)
+	r := strings.NewReplacer("{{schema}}", quotedSchema, "{{dbnow}}", dbNow)
 	return &statements{
 		lockQueue:          sqlLockQueue,
 		lockQueueExclusive: sqlLockQueueExclusive,
 		put:                r.Replace(sqlPut),
 		get:                r.Replace(sqlGet),
+		nextVisible:        r.Replace(sqlNextVisible),
+		queueID:            r.Replace(sqlQueueID),
 		peek:               r.Replace(sqlPeek),
 		update:             r.Replace(sqlUpdate),
 		delete:             r.Replace(sqlDelete),

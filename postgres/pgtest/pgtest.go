@@ -77,6 +77,7 @@ type Server struct {
 
 var (
 	sharedOnce sync.Once
+	sharedOpts Options // set by MainOptions before any test runs
 	shared     *Server
 	sharedErr  error
 )
@@ -91,7 +92,7 @@ func Shared(tb testing.TB) *Server {
 			shared, sharedErr = external(u)
 			return
 		}
-		shared, sharedErr = start(Options{})
+		shared, sharedErr = start(sharedOpts)
 	})
 	if sharedErr != nil {
 		unavailable(tb, sharedErr)
@@ -103,7 +104,12 @@ func Shared(tb testing.TB) *Server {
 // any, and returns the exit code for os.Exit. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
-func Main(m *testing.M) int {
+func Main(m *testing.M) int { return MainOptions(m, Options{}) }
+
+// MainOptions is Main with the options of the server Shared starts, such
+// as Durable for benchmarks. They do not apply to a server EnvURL names.
+func MainOptions(m *testing.M, opts Options) int {
+	sharedOpts = opts
 	code := m.Run()
 	if shared != nil && !shared.external {
 		if err := shared.Close(); err != nil {

@@ -93,12 +93,6 @@ CREATE UNLOGGED TABLE {{schema}}.waiters (
     PRIMARY KEY (queue_name, pid)
 );
 
--- The database's clock in Unix nanoseconds (to the microsecond), for
--- Services without a clock of their own.
-CREATE FUNCTION {{schema}}.now_ns() RETURNS bigint
-    LANGUAGE sql VOLATILE PARALLEL SAFE
-    AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000 $$;
-
 -- t + d, saturating below 9223372036854775807 so that a finite time-to-
 -- live never turns into "never", as the in-memory queue adds.
 CREATE FUNCTION {{schema}}.add_ns(t bigint, d bigint) RETURNS bigint

@@ -75,13 +75,13 @@ func (q *Queue) Put(ctx context.Context, content string, opts *azq.PutOptions) (
 	id, tag := newMessageID(), newTag()
 	b := &pgx.Batch{}
 	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.put, q.name, [16]byte(id), int64(visibility), int64(ttl), tag, contentParam(content), s.now(), s.channel)
+	b.Queue(s.sql.put, q.name, [16]byte(id), int64(visibility), int64(ttl), tag, contentParam(content), s.now())
 	br := s.pool.SendBatch(ctx, b)
 	var seq, inserted, visible, expires int64
-	var notified bool
+	var waited bool
 	_, err = br.Exec()
 	if err == nil {
-		err = br.QueryRow().Scan(&seq, &inserted, &visible, &expires, &notified)
+		err = br.QueryRow().Scan(&seq, &inserted, &visible, &expires, &waited)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -91,6 +91,9 @@ func (q *Queue) Put(ctx context.Context, content string, opts *azq.PutOptions) (
 	}
 	if err != nil {
 		return azq.Message{}, dbError(ctx, err)
+	}
+	if waited {
+		s.notify(ctx, q.name)
 	}
 	s.maybePurge(ctx)
 	return azq.Message{
@@ -264,13 +267,13 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	newTag := newTag()
 	b := &pgx.Batch{}
 	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.update, q.name, [16]byte(id), version, tag, int64(visibility), newTag, newContent, s.now(), s.channel)
+	b.Queue(s.sql.update, q.name, [16]byte(id), version, tag, int64(visibility), newTag, newContent, s.now())
 	br := s.pool.SendBatch(ctx, b)
 	var visible, newVersion int64
-	var notified bool
+	var waited bool
 	_, err := br.Exec()
 	if err == nil {
-		err = br.QueryRow().Scan(&visible, &newVersion, &notified)
+		err = br.QueryRow().Scan(&visible, &newVersion, &waited)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -280,6 +283,9 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	}
 	if err != nil {
 		return azq.UpdateResult{}, dbError(ctx, err)
+	}
+	if waited {
+		s.notify(ctx, q.name)
 	}
 	return azq.UpdateResult{
 		PopReceipt:      makeReceipt(slot, newVersion, newTag),

@@ -22,7 +22,10 @@ import (
 //
 // It returns ErrQueueNotFound if the queue is deleted while it waits, and
 // the database's error (a *DatabaseError) if a look fails; a listening
-// connection that drops is re-established without failing it.
+// connection that drops is re-established without failing it. If ctx
+// ends while a look is on its way, the database may still complete it:
+// the messages it took come back after the visibility timeout, as those
+// of a Get to Azure whose answer was lost do.
 func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error) {
 	s := q.svc
 	if err := s.limits.CheckGet(n, visibility); err != nil {
@@ -236,6 +239,16 @@ func (s *Service) wakeAt(ws *waitSet, at int64) {
 		ws.timer, ws.timerAt = t, at
 		return
 	}
+}
+
+// notify wakes the Services waiting on the queue name, after a Put or
+// Update of it committed (see sqlNotify). The change is made whatever
+// becomes of the notification; if it fails, which takes a database
+// failing between the two statements, or the process dying between them,
+// the waiters learn of the change at the next notification of the queue,
+// or when the listener reconnects.
+func (s *Service) notify(ctx context.Context, name string) {
+	s.pool.Exec(context.WithoutCancel(ctx), s.sql.notify, s.channel, name)
 }
 
 // wake wakes the waiters of the queue name, for a notification.

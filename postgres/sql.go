@@ -21,17 +21,17 @@ const (
 	// for every Put and Update in flight, so that (a) a Put that saw the
 	// queue before its deletion has committed before the deletion removes
 	// the queue's messages, and (b) a Put or Update that did not see a
-	// waiter's registration has committed before that waiter looks at the
-	// queue. The lock comes first, in a statement of its own in the same
+	// waiter's registration, and so will not notify, has committed before
+	// that waiter looks at the queue. The lock comes first, in a statement of its own in the same
 	// transaction, because a statement's snapshot is taken when it starts:
 	// only a later statement is sure to see what was committed before the
 	// lock was granted. $1, $2: the lock's key.
 	sqlLockQueue = `SELECT pg_advisory_xact_lock_shared($1::int4, $2::int4)`
 
-	// put inserts a message and, if any Service waits on the queue,
-	// notifies it. $1 queue name, $2 message ID, $3 visibility timeout,
-	// $4 time-to-live (-1: never), $5 receipt tag, $6 content, $7 now,
-	// $8 notification channel. No row: no such queue.
+	// put inserts a message and tells whether any Service waits on the
+	// queue, to be notified (see notify). $1 queue name, $2 message ID, $3
+	// visibility timeout, $4 time-to-live (-1: never), $5 receipt tag, $6
+	// content, $7 now. No row: no such queue.
 	sqlPut = `
 INSERT INTO {{schema}}.messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content)
 SELECT $2, q.id, t.now, {{schema}}.add_ns(t.now, $3::bigint),
@@ -40,7 +40,16 @@ SELECT $2, q.id, t.now, {{schema}}.add_ns(t.now, $3::bigint),
 FROM {{schema}}.queues q, (SELECT coalesce($7::bigint, {{dbnow}}) AS now) t
 WHERE q.name = $1
 RETURNING seq, inserted_at, visible_at, expires_at,
-	(SELECT pg_notify($8, $1)::text FROM {{schema}}.waiters w WHERE w.queue_name = $1 LIMIT 1) IS NOT NULL`
+	EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)`
+
+	// notify wakes the Services waiting on the queue $2: a notification
+	// on the channel $1, in a transaction of its own, after the Put or
+	// Update that calls for it has committed. NOTIFY holds a lock of the
+	// whole database from its transaction's commit until the commit is
+	// on disk, so a Put that notified in its own transaction would wait
+	// for every other notifying Put's disk write; alone, a notification
+	// writes nothing that needs syncing, and takes the lock for moments.
+	sqlNotify = `SELECT pg_notify($1, $2)`
 
 	// get takes up to $3 visible messages of the queue $1 in order of
 	// next-visible time, then insertion, skipping those another Get has
@@ -107,18 +116,17 @@ ORDER BY m.visible_at, m.seq`
 
 	// update makes the message visible after $5 and, unless $7 is NULL,
 	// replaces its content, if the receipt ($3 version, $4 tag) is its
-	// current one; it gives the message the tag $6, and notifies any
-	// Service that waits on the queue. $1 queue name, $2 message ID, $8
-	// now, $9 notification channel. No row: no such message with that
-	// receipt, or no such queue (see queueID).
+	// current one; it gives the message the tag $6, and tells whether any
+	// Service waits on the queue, as put does. $1 queue name, $2 message
+	// ID, $8 now. No row: no such message with that receipt, or no such
+	// queue (see queueID).
 	sqlUpdate = `
 UPDATE {{schema}}.messages m
 SET visible_at = {{schema}}.add_ns(coalesce($8::bigint, {{dbnow}}), $5::bigint),
 	version = (m.version + 1) % 4294967296, tag = $6, content = coalesce($7, m.content)
 WHERE m.id = $2 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($8::bigint, {{dbnow}})
-RETURNING m.visible_at, m.version,
-	(SELECT pg_notify($9, $1)::text FROM {{schema}}.waiters w WHERE w.queue_name = $1 LIMIT 1) IS NOT NULL`
+RETURNING m.visible_at, m.version, EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)`
 
 	// delete removes the message if the receipt ($3 version, $4 tag) is
 	// its current one. $1 queue name, $2 message ID, $5 now. No row: no
@@ -265,7 +273,8 @@ WHERE w.pid = $1 OR NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = w.p
 // statements are the statements of one schema.
 type statements struct {
 	lockQueue, lockQueueExclusive                        string
-	put, get, nextVisible, queueID, peek, update, delete string
+	put, notify, get, nextVisible, queueID, peek, update string
+	delete                                               string
 	clear, count, properties                             string
 	createQueue, dropQueue, removeDropped, droppedQueues string
 	purgeExpired, listQueues, setMetadata                string
@@ -285,6 +294,7 @@ func newStatements(quotedSchema string) *statements {
 		lockQueue:          sqlLockQueue,
 		lockQueueExclusive: sqlLockQueueExclusive,
 		put:                r.Replace(sqlPut),
+		notify:             sqlNotify,
 		get:                r.Replace(sqlGet),
 		nextVisible:        r.Replace(sqlNextVisible),
 		queueID:            r.Replace(sqlQueueID),

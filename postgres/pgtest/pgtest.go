@@ -179,6 +179,13 @@ func (s *Server) NewSchema(tb testing.TB) string {
 	return name
 }
 
+// New starts a server of the caller's own, outside a test: a benchmark
+// script's, say, that runs many test binaries against one server through
+// EnvURL. The caller must Close it; a server the process leaves running
+// when it dies is stopped by the kernel (it is started with a parent-death
+// signal), but its directory stays.
+func New(opts Options) (*Server, error) { return start(opts) }
+
 // external is the server EnvURL names.
 func external(u string) (*Server, error) {
 	if _, err := url.Parse(u); err != nil || !strings.HasPrefix(u, "postgres") {

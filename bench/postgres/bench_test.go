@@ -230,7 +230,11 @@ func BenchmarkCycle(b *testing.B) {
 // Put, and as many consumers Receive up to 32 messages at a time and
 // Delete each; a cycle is a message deleted.
 func azqPipeline(b *testing.B, e *env, callers int) {
-	q, _, err := e.svc.CreateQueue(bg, "pipeline", nil)
+	// A queue of each run's own: a consumer of the run before, stopped
+	// by its context, may have had a Get on its way to the server, which
+	// the server still runs, and which would take a message of this run
+	// for the visibility timeout.
+	q, _, err := e.svc.CreateQueue(bg, fmt.Sprintf("pipeline-%d-%d", os.Getpid(), pipelineRuns.Add(1)), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -269,6 +273,8 @@ func azqPipeline(b *testing.B, e *env, callers int) {
 	cancel()
 	wg.Wait()
 }
+
+var pipelineRuns atomic.Int64
 
 // noopArgs is River's job: the payload, and no work.
 type noopArgs struct {

@@ -286,6 +286,12 @@ func TestBadServiceInputAsInMemory(t *testing.T) {
 		{"create with names differing in case", func(svc azq.QueueService) error {
 			r, _ := svc.Ref("new-queue")
 			_, err := r.Create(ctx, map[string]string{"ab": "1", "AB": "2"})
+			// Which of the two names the detail gives follows the map's
+			// order, in memory as here.
+			var ae *azq.Error
+			if errors.As(err, &ae) {
+				ae.Details = nil
+			}
 			return err
 		}},
 		{"create of an existing queue with other metadata", func(svc azq.QueueService) error {

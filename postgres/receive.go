@@ -26,8 +26,15 @@ import (
 // ends while a look is on its way, the database may still complete it:
 // the messages it took come back after the visibility timeout, as those
 // of a Get to Azure whose answer was lost do.
-func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([]azq.Message, error) {
+func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) (msgs []azq.Message, err error) {
 	s := q.svc
+	defer func() {
+		// A Close while a look was on its way fails the look with the
+		// closed pool's error; the caller is told what Close means.
+		if err != nil && s.closed.Load() {
+			msgs, err = nil, errClosed
+		}
+	}()
 	if err := s.limits.CheckGet(n, visibility); err != nil {
 		return nil, err
 	}
@@ -35,7 +42,7 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		return nil, err
 	}
 	// A busy queue answers at once, without the set-up of a wait.
-	msgs, err := q.get(ctx, nil, n, visibility)
+	msgs, err = q.get(ctx, nil, n, visibility)
 	if err != nil || len(msgs) > 0 {
 		return msgs, err
 	}
@@ -52,7 +59,7 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) ([
 		s.mu.Lock()
 		wake := ws.wakeChan()
 		s.mu.Unlock()
-		msgs, err := q.get(ctx, nil, n, visibility)
+		msgs, err = q.get(ctx, nil, n, visibility)
 		if err != nil || len(msgs) > 0 {
 			return msgs, err
 		}

@@ -49,23 +49,34 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) (m
 	ws := s.enter(q.name)
 	defer s.leave(ws)
 	var pause time.Duration // for messages that another Get holds locked
+	// woken is set while this call holds a wake-up it has not answered
+	// with a look that found nothing: if it returns holding one, it
+	// passes it on (see awake).
+	woken := false
 	for {
 		if err := s.check(ctx); err != nil {
+			s.pass(ws, woken)
 			return nil, err
 		}
 		if err := s.register(ctx, ws); err != nil {
+			s.pass(ws, woken)
 			return nil, err
 		}
+		// Asleep from before the look: a change committed after it
+		// wakes this call, or another one.
 		s.mu.Lock()
-		wake := ws.wakeChan()
+		sl := ws.sleep()
 		s.mu.Unlock()
 		msgs, err = q.get(ctx, nil, n, visibility)
 		if err != nil || len(msgs) > 0 {
+			s.awake(ws, sl, true, woken)
 			return msgs, err
 		}
+		woken = false // what woke it, if anything, is gone
 		before := s.timerClock.Now()
 		res, err := q.nextVisible(ctx)
 		if err != nil {
+			s.awake(ws, sl, true, false)
 			return nil, err
 		}
 		var paused <-chan time.Time
@@ -97,12 +108,53 @@ func (q *Queue) Receive(ctx context.Context, n int, visibility time.Duration) (m
 		}
 		select {
 		case <-ctx.Done():
+			s.awake(ws, sl, true, false)
 			return nil, ctx.Err()
 		case <-s.closing:
 			return nil, errClosed
-		case <-wake:
+		case <-sl.woken:
 		case <-paused:
 		}
+		// Woken, or done pausing: look again (and sleep again first).
+		woken = s.awake(ws, sl, false, false)
+	}
+}
+
+// sleeper is a Receive call asleep on its queue: a wake-up closes woken.
+type sleeper struct {
+	woken chan struct{}
+	done  bool // woken has been closed; s.mu guards it
+}
+
+// awake takes sl out of the sleepers of ws, as its call looks again
+// (returning unset) or returns (returning set), and reports whether sl
+// had been woken. A call that returns holding a wake-up (sl's, or held
+// is set: one from before its last look, which found something) passes
+// it on to another sleeper: it cannot tell whether what woke it is what
+// its look found, or a later change that it leaves for the others.
+func (s *Service) awake(ws *waitSet, sl *sleeper, returning, held bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !sl.done {
+		for i, o := range ws.sleepers {
+			if o == sl {
+				ws.sleepers = append(ws.sleepers[:i], ws.sleepers[i+1:]...)
+				break
+			}
+		}
+	}
+	if returning && (sl.done || held) {
+		ws.wakeOne()
+	}
+	return sl.done
+}
+
+// pass passes on the wake-up a returning call holds, if held.
+func (s *Service) pass(ws *waitSet, held bool) {
+	if held {
+		s.mu.Lock()
+		ws.wakeOne()
+		s.mu.Unlock()
 	}
 }
 
@@ -137,9 +189,9 @@ func addNanos(t int64, d time.Duration) int64 {
 // waitSet is the Receive calls of one Service waiting on one queue name.
 // The Service's mu guards its fields but the registration's.
 type waitSet struct {
-	name    string
-	waiters int
-	wake    chan struct{} // closed to wake the waiters; nil if none waits on it
+	name     string
+	waiters  int        // Receive calls on the queue, asleep or looking
+	sleepers []*sleeper // the calls asleep, oldest first
 	// One timer serves the waiters of the queue, as in the in-memory
 	// queue: armed for the earliest next-visible time any of them saw.
 	timer    *clock.Timer
@@ -173,22 +225,37 @@ func (m chanMutex) lock(ctx context.Context) error {
 
 func (m chanMutex) unlock() { <-m }
 
-// wakeChan returns the channel that the next wake-up closes. s.mu must be
-// held.
-func (ws *waitSet) wakeChan() chan struct{} {
-	if ws.wake == nil {
-		ws.wake = make(chan struct{})
-	}
-	return ws.wake
+// sleep adds a sleeper to ws. s.mu must be held.
+func (ws *waitSet) sleep() *sleeper {
+	sl := &sleeper{woken: make(chan struct{})}
+	ws.sleepers = append(ws.sleepers, sl)
+	return sl
 }
 
-// wakeWaiters wakes every waiter of ws, which then looks at the queue
-// again. s.mu must be held.
-func (ws *waitSet) wakeWaiters() {
-	if ws.wake != nil {
-		close(ws.wake)
-		ws.wake = nil
+// wakeOne wakes the oldest sleeper of ws, which then looks at the queue
+// again: a notification or a timer means that a message may be visible,
+// and waking every sleeper for it would send as many Gets to the
+// database, all but one of them for nothing. A woken call that returns
+// passes the wake-up on (see awake); if nobody sleeps, every call is
+// about to look. s.mu must be held.
+func (ws *waitSet) wakeOne() {
+	if len(ws.sleepers) == 0 {
+		return
 	}
+	sl := ws.sleepers[0]
+	ws.sleepers = ws.sleepers[1:]
+	sl.done = true
+	close(sl.woken)
+}
+
+// wakeWaiters wakes every sleeper of ws: after the listener reconnected,
+// and at Close. s.mu must be held.
+func (ws *waitSet) wakeWaiters() {
+	for _, sl := range ws.sleepers {
+		sl.done = true
+		close(sl.woken)
+	}
+	ws.sleepers = nil
 }
 
 // stopTimer disarms the timer, if armed. s.mu must be held.
@@ -221,7 +288,7 @@ func (s *Service) wakeAt(ws *waitSet, at int64) {
 	for {
 		now := clockNanos(s.timerClock.Now())
 		if at <= now {
-			ws.wakeWaiters()
+			ws.wakeOne()
 			return
 		}
 		ws.timerGen++
@@ -233,7 +300,7 @@ func (s *Service) wakeAt(ws *waitSet, at int64) {
 			s.mu.Lock()
 			if ws.timerGen == gen {
 				ws.timer = nil
-				ws.wakeWaiters()
+				ws.wakeOne()
 			}
 			s.mu.Unlock()
 		})
@@ -258,11 +325,11 @@ func (s *Service) notify(ctx context.Context, name string) {
 	s.pool.Exec(context.WithoutCancel(ctx), s.sql.notify, s.channel, name)
 }
 
-// wake wakes the waiters of the queue name, for a notification.
+// wake wakes a waiter of the queue name, for a notification.
 func (s *Service) wake(name string) {
 	s.mu.Lock()
 	if ws := s.waits[name]; ws != nil {
-		ws.wakeWaiters()
+		ws.wakeOne()
 	}
 	s.mu.Unlock()
 }

@@ -442,3 +442,32 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("count %d, %v; want 3 (%v kept)", n, err, kept.ID)
 	}
 }
+
+// A wake-up wakes one waiter, which passes it on as it returns: five
+// messages that become visible at one instant reach five waiters, one
+// each, though the timer woke one of them.
+func TestReceiveWakeUpsPassOn(t *testing.T) {
+	t.Parallel()
+	s, mock := openMock(t)
+	q := newQueue(t, s)
+	const n = 5
+	for i := 0; i < n; i++ {
+		if _, err := q.Put(bg, "later", &azq.PutOptions{VisibilityTimeout: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var chs []<-chan receiveResult
+	for i := 0; i < n; i++ {
+		chs = append(chs, receiveAsync(bg, q, 1))
+	}
+	waiting(t, s, q.Name(), n, true)
+	mock.Add(time.Minute)
+	seen := map[azq.MessageID]bool{}
+	for _, ch := range chs {
+		r := result(t, ch)
+		if r.err != nil || len(r.msgs) != 1 || seen[r.msgs[0].ID] {
+			t.Fatalf("Receive: %+v", r)
+		}
+		seen[r.msgs[0].ID] = true
+	}
+}

@@ -337,6 +337,11 @@ func TestIdleReceiveIssuesNoStatements(t *testing.T) {
 	if n, ok := serverStatements(t, watcher, schema); haveServer && ok && n == server {
 		t.Fatal("pg_stat_statements counted nothing")
 	}
+	// The pool is the caller's: Close leaves it open.
+	s.Close()
+	if err := pool.Ping(bg); err != nil {
+		t.Fatalf("the caller's pool after Close: %v", err)
+	}
 }
 
 // A listening connection that the server ends is opened again: a Receive
@@ -407,6 +412,7 @@ func TestServerRestart(t *testing.T) {
 		}
 	}
 	unavailable("Receive", result(t, ch).err)
+	unavailable("Ping", s.Ping(bg))
 	_, err = q.Put(bg, "lost", nil)
 	unavailable("Put", err)
 	_, err = q.Receive(bg, 1, time.Minute)
@@ -425,6 +431,9 @@ func TestServerRestart(t *testing.T) {
 		if i == 3 {
 			t.Fatalf("Put after the restart: %v", err)
 		}
+	}
+	if err := s.Ping(bg); err != nil {
+		t.Fatalf("Ping after the restart: %v", err)
 	}
 	got, err := q.Receive(bg, 32, time.Minute)
 	if err != nil || len(got) != 1 || got[0].ID != m.ID {

@@ -130,6 +130,15 @@ func newService(ctx context.Context, pool *pgxpool.Pool, own bool, opts *Options
 	return s, nil
 }
 
+// Ping checks that the database answers, as a health check does: nil,
+// or a *DatabaseError (503 when it cannot be reached).
+func (s *Service) Ping(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	return dbError(ctx, s.pool.Ping(ctx))
+}
+
 // Pool returns the Service's connection pool.
 func (s *Service) Pool() *pgxpool.Pool { return s.pool }
 

@@ -122,3 +122,39 @@ func WithClock(c clock.Clock) Option {
 func WithLimits(l Limits) Option {
 	return option(func(cfg *config) { cfg.limits = l })
 }
+
+// CheckPut checks Put's content and options against l as Queue.Put does,
+// with the same errors, and returns the effective time-to-live: the
+// default for zero, NeverExpires for never. Zero fields of l mean Azure's
+// values. A back end of the queue contract that keeps messages elsewhere
+// calls it, and the other Check methods, so that bad input gets exactly
+// the in-memory queue's errors.
+func (l Limits) CheckPut(content string, opts *PutOptions) (time.Duration, error) {
+	var o PutOptions
+	if opts != nil {
+		o = *opts
+	}
+	l = l.withDefaults()
+	return l.checkPut(content, &o)
+}
+
+// CheckGet checks the count and visibility timeout of Get and Receive as
+// Queue.Get does, with the same errors.
+func (l Limits) CheckGet(n int, visibility time.Duration) error {
+	l = l.withDefaults()
+	return l.checkGet(n, visibility)
+}
+
+// CheckPeek checks the count of Peek as Queue.Peek does, with the same
+// errors.
+func (l Limits) CheckPeek(n int) error {
+	l = l.withDefaults()
+	return l.checkCount(n)
+}
+
+// CheckUpdate checks Update's visibility timeout and, unless nil, its new
+// content as Queue.Update does, with the same errors.
+func (l Limits) CheckUpdate(visibility time.Duration, content *string) error {
+	l = l.withDefaults()
+	return l.checkUpdate(visibility, content)
+}

@@ -47,3 +47,9 @@ func validateAccessPolicies(ps []AccessPolicy) error {
 	}
 	return nil
 }
+
+// ValidateAccessPolicies checks a queue's stored access policies as
+// Queue.SetAccessPolicies does: at most MaxAccessPolicies, with unique IDs
+// of 1 to 64 characters and permissions drawn from "raup"; otherwise
+// ErrInvalidAccessPolicy.
+func ValidateAccessPolicies(ps []AccessPolicy) error { return validateAccessPolicies(ps) }

@@ -1,0 +1,464 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"hash/fnv"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultSchema is the schema azq's tables go in when Options.Schema is
+// empty.
+const DefaultSchema = "azq"
+
+// Options configure a Service.
+type Options struct {
+	// Schema is the PostgreSQL schema that holds azq's tables; "azq"
+	// (DefaultSchema) if empty. Services on one database that name the
+	// same schema share its queues; other schemas are separate accounts.
+	Schema string
+	// Clock, if set, is the clock every time comes from: a *clock.Mock in
+	// tests, which then move a queue's time as they move an in-memory
+	// queue's. If nil, every time comes from the database's clock, read
+	// in each statement, so that the Services of many processes, whose
+	// clocks may disagree, agree on one time.
+	Clock clock.Clock
+	// Limits replace Azure's limits for simulations; zero fields keep
+	// Azure's values, as with azq.WithLimits.
+	Limits azq.Limits
+}
+
+// Service is the queue service of one schema of a PostgreSQL database:
+// azq's queue contract (azq.QueueService), with the queues and messages in
+// tables, shared by every Service on the same schema, in any process. All
+// methods are safe for concurrent use.
+//
+// Each operation is one statement (one round trip), so the back end has
+// no state of its own that another process could miss: a message put
+// through one Service is got through another, and a receipt issued by one
+// works on every other. Receive waits without polling, woken through the
+// database's LISTEN/NOTIFY by Puts and Updates of any process, and by a
+// timer for a message that is delayed.
+type Service struct {
+	pool    *pgxpool.Pool
+	ownPool bool // Close closes pool
+	schema  string
+	sql     *statements
+	limits  azq.Limits
+	keys    lockKeys
+	channel string // of the notifications of this schema's queues
+
+	clock      clock.Clock // the Options' clock; nil: the database's
+	timerClock clock.Clock // arms Receive's timers: clock, or the real one
+	mock       *clock.Mock // clock, if it is a mock; see wakeAt
+
+	closed  atomic.Bool
+	closing chan struct{} // closed by Close, which ends waiting Receive calls
+
+	mu    sync.Mutex          // guards waits and lis
+	waits map[string]*waitSet // the Receive calls waiting, by queue name
+	lis   *listener           // nil until a Receive first waits
+
+	purge purgeState
+}
+
+var _ azq.QueueService = (*Service)(nil)
+
+// Open connects to the database url (a postgres:// URL or a key=value
+// connection string, as pgxpool.ParseConfig reads it), brings azq's schema
+// up to date, and returns the Service. Close closes the connections.
+func Open(ctx context.Context, url string, opts *Options) (*Service, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newService(ctx, pool, true, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New returns the Service of the caller's pool, after bringing azq's
+// schema up to date. Close leaves the pool open. The pool's connections
+// must not be shared with a transaction pooler in transaction mode, which
+// LISTEN and the advisory locks the Service takes do not survive.
+func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Service, error) {
+	return newService(ctx, pool, false, opts)
+}
+
+func newService(ctx context.Context, pool *pgxpool.Pool, own bool, opts *Options) (*Service, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Schema == "" {
+		o.Schema = DefaultSchema
+	}
+	s := &Service{
+		pool:    pool,
+		ownPool: own,
+		schema:  o.Schema,
+		sql:     newStatements(pgx.Identifier{o.Schema}.Sanitize()),
+		limits:  o.Limits,
+		keys:    newLockKeys(o.Schema),
+		channel: channelName(o.Schema),
+		clock:   o.Clock,
+		closing: make(chan struct{}),
+		waits:   make(map[string]*waitSet),
+	}
+	s.timerClock = s.clock
+	if s.timerClock == nil {
+		s.timerClock = clock.New()
+	}
+	s.mock, _ = s.clock.(*clock.Mock)
+	if err := migrate(ctx, pool, o.Schema, s.keys); err != nil {
+		return nil, dbError(ctx, err)
+	}
+	return s, nil
+}
+
+// Ping checks that the database answers, as a health check does: nil,
+// or a *DatabaseError (503 when it cannot be reached).
+func (s *Service) Ping(ctx context.Context) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	return dbError(ctx, s.pool.Ping(ctx))
+}
+
+// Pool returns the Service's connection pool.
+func (s *Service) Pool() *pgxpool.Pool { return s.pool }
+
+// Schema returns the name of the schema that holds the Service's tables.
+func (s *Service) Schema() string { return s.schema }
+
+// Limits returns the limits the Service's queues enforce, as set in its
+// Options (zero fields mean Azure's values).
+func (s *Service) Limits() azq.Limits { return s.limits }
+
+// Clock returns the clock of the Service's queues: the Options' clock, or
+// the real clock when the times come from the database's.
+func (s *Service) Clock() clock.Clock { return s.timerClock }
+
+// now is the time parameter of a statement: the Service clock's reading
+// in Unix nanoseconds, or nil (NULL) for the database's clock.
+func (s *Service) now() any {
+	if s.clock == nil {
+		return nil
+	}
+	return clockNanos(s.clock.Now())
+}
+
+// check returns the error of an operation on a closed Service, or ctx's.
+func (s *Service) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	return ctx.Err()
+}
+
+// lockKeys are the keys of the advisory locks the Service takes, as the
+// two 32-bit halves PostgreSQL's two-key form takes: a class, then a key
+// within it. A lock of a queue is keyed by a hash of the schema and the
+// queue's name; two names of one hash only wait for each other.
+type lockKeys struct {
+	migrate      [2]int32 // the schema's migrations
+	queueClass   int32    // the class of the queues' locks
+	schemaPrefix string   // hashed before a queue's name
+}
+
+// The classes of azq's advisory locks: "azq" and a number.
+const (
+	lockClassMigrate = 0x617a7101
+	lockClassQueue   = 0x617a7102
+)
+
+func newLockKeys(schema string) lockKeys {
+	return lockKeys{
+		migrate:      [2]int32{lockClassMigrate, hash32(schema)},
+		queueClass:   lockClassQueue,
+		schemaPrefix: schema + "\x00",
+	}
+}
+
+// queue returns the key of the queue name's lock.
+func (k lockKeys) queue(name string) int32 { return hash32(k.schemaPrefix + name) }
+
+func hash32(s string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return int32(h.Sum32())
+}
+
+// channelName is the notification channel of the schema's queues: a hash
+// of the schema's name, so that it fits the 63 bytes of a channel name
+// whatever the schema is called.
+func channelName(schema string) string {
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return "azq_" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+// Ref returns the queue name of the service as the service contract's
+// QueueRef, after checking the name (ErrInvalidQueueName), without a
+// query: the queue need not exist.
+func (s *Service) Ref(name string) (azq.QueueRef, error) {
+	if err := azq.ValidateQueueName(name); err != nil {
+		return nil, err
+	}
+	return s.Named(name), nil
+}
+
+// Named returns the queue name of the Service, looked up at each
+// operation, as azq.Service.Named does. It does not check the name or
+// create the queue: until the queue exists, every operation but Create
+// gives ErrQueueNotFound.
+func (s *Service) Named(name string) *Queue { return &Queue{svc: s, name: name} }
+
+// CreateQueue creates the queue name with metadata and returns it, with
+// created set, as azq.Service.CreateQueue does: a queue that exists with
+// the same metadata (names compared ignoring case) is returned with
+// created unset; with other metadata, ErrQueueAlreadyExists.
+func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[string]string) (q *Queue, created bool, err error) {
+	q, err = s.Named(name), azq.ValidateQueueName(name)
+	if err != nil {
+		return nil, false, err
+	}
+	created, err = q.Create(ctx, metadata)
+	if err != nil {
+		return nil, false, err
+	}
+	return q, created, nil
+}
+
+// DeleteQueue deletes the queue name and its messages; waiting Receive
+// calls, in any process, return ErrQueueNotFound. A queue that does not
+// exist gives ErrQueueNotFound. The queue's row goes in one transaction,
+// after every Put and Update in flight on it has committed; its messages,
+// unreachable from then on, go after it in batches, so that deleting a
+// large queue does not hold up the others.
+func (s *Service) DeleteQueue(ctx context.Context, name string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(s.sql.lockQueueExclusive, s.keys.queueClass, s.keys.queue(name))
+	b.Queue(s.sql.dropQueue, name, s.channel)
+	br := s.pool.SendBatch(ctx, b)
+	var id int64
+	_, err := br.Exec()
+	if err == nil {
+		var notified string
+		err = br.QueryRow().Scan(&id, &notified)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return dbError(ctx, err)
+	}
+	if id == 0 {
+		return queueNotFound(name)
+	}
+	return dbError(ctx, s.removeDropped(ctx, id))
+}
+
+// removeBatch is the most messages one statement removes when a deleted
+// queue's messages or expired ones are removed: enough to make progress
+// against a large backlog, few enough that a statement takes milliseconds
+// and holds no lock for long.
+const removeBatch = 2000
+
+// removeDropped removes the messages of the deleted queue id, a batch at
+// a time.
+func (s *Service) removeDropped(ctx context.Context, id int64) error {
+	for {
+		var n int64
+		if err := s.pool.QueryRow(ctx, s.sql.removeDropped, id, removeBatch).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// ListQueues returns a page of the queues in name order, as
+// azq.Service.ListQueues does. A MaxResults outside 1 to 5000 gives
+// ErrOutOfRange; a marker that ListQueues did not return gives
+// ErrInvalidMarker.
+func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (azq.ListQueuesPage, error) {
+	if err := s.check(ctx); err != nil {
+		return azq.ListQueuesPage{}, err
+	}
+	max := opts.MaxResults
+	if max == 0 {
+		max = maxListResults
+	}
+	if max < 1 || max > maxListResults {
+		return azq.ListQueuesPage{}, &azq.Error{Code: azq.CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest,
+			Message: "the value of maxresults is out of range",
+			Details: []azq.Detail{
+				{Name: "QueryParameterName", Value: "maxresults"},
+				{Name: "QueryParameterValue", Value: strconv.Itoa(opts.MaxResults)},
+				{Name: "MinimumAllowed", Value: "1"},
+				{Name: "MaximumAllowed", Value: strconv.Itoa(maxListResults)},
+			}}
+	}
+	start := opts.Prefix
+	if opts.Marker != "" {
+		m, err := decodeMarker(opts.Marker)
+		if err != nil {
+			return azq.ListQueuesPage{}, err
+		}
+		if m > start {
+			start = m
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.sql.listQueues, opts.Prefix, start, max+1)
+	if err != nil {
+		return azq.ListQueuesPage{}, dbError(ctx, err)
+	}
+	defer rows.Close()
+	var page azq.ListQueuesPage
+	for rows.Next() {
+		var name string
+		var names []string
+		var values [][]byte
+		if err := rows.Scan(&name, &names, &values); err != nil {
+			return azq.ListQueuesPage{}, dbError(ctx, err)
+		}
+		if len(page.Queues) == max {
+			page.NextMarker = encodeMarker(name)
+			break
+		}
+		item := azq.QueueItem{Name: name}
+		if opts.IncludeMetadata {
+			item.Metadata = metadataMap(names, values)
+		}
+		page.Queues = append(page.Queues, item)
+	}
+	if err := rows.Err(); err != nil {
+		return azq.ListQueuesPage{}, dbError(ctx, err)
+	}
+	return page, nil
+}
+
+// maxListResults is the largest page of ListQueues, Azure's 5000.
+const maxListResults = 5000
+
+// A marker names the first queue of the next page, as the in-memory
+// Service's does: base64 of a version byte and the name, so that it is
+// not mistaken for a name and a hand-made one is detected.
+const markerVersion = '1'
+
+func encodeMarker(name string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(string(markerVersion) + name))
+}
+
+func decodeMarker(m string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(m)
+	if err != nil || len(b) < 1 || b[0] != markerVersion || azq.ValidateQueueName(string(b[1:])) != nil {
+		return "", &azq.Error{Code: azq.CodeInvalidMarker, StatusCode: http.StatusBadRequest,
+			Message: "the marker " + quoteTrunc(m) + " was not returned by ListQueues",
+			Details: []azq.Detail{{Name: "QueryParameterName", Value: "marker"}, {Name: "QueryParameterValue", Value: m}}}
+	}
+	return string(b[1:]), nil
+}
+
+// metadataMap builds a queue's metadata from its columns; nil if empty,
+// as the in-memory queue returns it.
+func metadataMap(names []string, values [][]byte) map[string]string {
+	if len(names) == 0 {
+		return nil
+	}
+	md := make(map[string]string, len(names))
+	for i, k := range names {
+		if i < len(values) {
+			md[k] = string(values[i])
+		}
+	}
+	return md
+}
+
+// metadataColumns splits metadata into the two columns that keep it.
+func metadataColumns(md map[string]string) ([]string, [][]byte) {
+	names := make([]string, 0, len(md))
+	values := make([][]byte, 0, len(md))
+	for k, v := range md {
+		names = append(names, k)
+		values = append(values, append([]byte{}, v...))
+	}
+	return names, values
+}
+
+// sameMetadata compares metadata as Azure does when a queue is created
+// again: names ignoring case, values exactly.
+func sameMetadata(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		found := false
+		for k2, v2 := range b {
+			if strings.EqualFold(k, k2) {
+				if v != v2 {
+					return false
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// Close ends waiting Receive calls (they return ErrQueueNotFound, as on a
+// closed in-memory Service), stops listening for notifications, and closes
+// the connection pool if Open made it. The queues stay in the database.
+// Later operations give ErrQueueNotFound. Close is idempotent.
+func (s *Service) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(s.closing)
+	s.mu.Lock()
+	lis := s.lis
+	for _, ws := range s.waits {
+		ws.stop()
+	}
+	s.mu.Unlock()
+	if lis != nil {
+		lis.close()
+	}
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// purgeState paces the removal of expired messages (see maybePurge).
+type purgeState struct {
+	running atomic.Bool
+	mu      sync.Mutex // guards next
+	next    time.Time  // on the Service's clock (the real one without)
+}

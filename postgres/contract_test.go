@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/internal/longrun"
 	"github.com/azqlib/azq/postgres"
@@ -59,6 +60,16 @@ func TestContract(t *testing.T) {
 	s, mock := openMock(t)
 	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
 		return azqtest.Fixture{Queue: newQueue(t, s), Clock: mock}
+	})
+}
+
+// The service contract on PostgreSQL, with a mock clock: every subtest of
+// azqtest's service suite, each on a schema of its own.
+func TestServiceContract(t *testing.T) {
+	t.Parallel()
+	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+		s, _ := openMock(t)
+		return s
 	})
 }
 

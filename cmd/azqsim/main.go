@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/sim"
 )
 
@@ -52,6 +53,7 @@ type config struct {
 	jsonOut    bool
 	deliveries bool
 	noFiles    bool
+	version    bool
 }
 
 // usageHead opens azqsim -h: what it does, and where the scenario format
@@ -82,11 +84,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON instead of text")
 	fs.BoolVar(&cfg.deliveries, "deliveries", false, "also write every delivery to deliveries.csv")
 	fs.BoolVar(&cfg.noFiles, "no-files", false, "print the report only; write no files")
+	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
 		return nil, errUsage
+	}
+	if cfg.version {
+		return cfg, nil
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -116,6 +122,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, "azqsim", buildinfo.Describe())
+		return nil
 	}
 	sc, err := sim.Load(cfg.scenario)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/sim"
 )
 
@@ -221,5 +222,20 @@ func TestReadmeQuickstart(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "azqsim-out", "quickstart", name)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestVersionFlag: -version prints azqsim, azq's version and what the
+// build recorded on one line of stdout, and needs no scenario.
+func TestVersionFlag(t *testing.T) {
+	out, errOut, err := runCmd(t, "-version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "azqsim "+azq.Version+" (") || !strings.HasSuffix(out, ")\n") || strings.Count(out, "\n") != 1 {
+		t.Errorf("-version printed %q, want azqsim %s (…) on one line", out, azq.Version)
+	}
+	if errOut != "" {
+		t.Errorf("-version wrote to stderr: %q", errOut)
 	}
 }

@@ -246,6 +246,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case oauth != nil:
 		fmt.Fprintln(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are not checked (give -oauth-key to check them)")
 	}
+	if n := developmentStorageNote(cfg.accounts, base); n != "" {
+		fmt.Fprintln(notes, n)
+	}
 	for _, a := range cfg.accounts {
 		if cfg.printConnString {
 			fmt.Fprintln(stdout, a.ConnectionString(base+"/"+a.Name))

@@ -23,7 +23,10 @@ import (
 // baselineDir holds, per module, the exported API of the last release
 // (MODULE.zip), and acceptedFile, the incompatible changes made on purpose
 // since. Both are committed, so that the check needs no tag and no
-// network: a clone without tags, or a shallow one, checks the same.
+// network: a clone without tags, or a shallow one, checks the same. The
+// commit that cuts a release writes the baselines ("release api -w"), and
+// "release tag" refuses a commit whose baselines are not its API; before
+// the first release there are none, as there is no API to keep.
 const (
 	baselineDir  = "internal/release/api"
 	acceptedFile = "accepted.txt"
@@ -74,7 +77,7 @@ func cmdAPI(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if old == nil {
-			fmt.Fprintf(stdout, "%s: no baseline yet (a module new since the last release): nothing to compare\n", m.path)
+			fmt.Fprintf(stdout, "%s: no baseline yet (no release of the module so far): nothing to compare\n", m.path)
 			continue
 		}
 		report := apidiff.ModuleChanges(old, now)

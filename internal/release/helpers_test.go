@@ -155,3 +155,13 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 		}
 	}
 }
+
+// commitBaselines writes the API baselines in the clone at dir and commits
+// them, as the commit that cuts a release does.
+func commitBaselines(t *testing.T, dir string) {
+	t.Helper()
+	if out, err := release("api", "-w", "-repo", dir); err != nil {
+		t.Fatalf("api -w: %v\n%s", err, out)
+	}
+	commitAll(t, dir, "API baselines")
+}

@@ -17,14 +17,16 @@ func tagsOf(t *testing.T, dir string) string {
 }
 
 // TestTagDryRunThenTags runs the release script on a copy of the working
-// tree as the lead will on the release commit: the dry run checks and
-// lists a tag for every module go.work names and makes none; the run
-// makes them, annotated, on HEAD, and says how to push them; a second run
-// refuses, the tags existing. A long run: it compiles every module's API.
+// tree as a maintainer will on the release commit, once it has the API
+// baselines: the dry run checks and lists a tag for every module go.work
+// names and makes none; the run makes them, annotated, on HEAD, and says
+// how to push them; a second run refuses, the tags existing. A long run:
+// it compiles every module's API.
 func TestTagDryRunThenTags(t *testing.T) {
 	longrun.Skip(t)
 	setGitIdentity(t)
 	dir := copyClone(t)
+	commitBaselines(t, dir)
 	r, err := openRepo(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +94,7 @@ func TestTagRefuses(t *testing.T) {
 	longrun.Skip(t)
 	setGitIdentity(t)
 	base := copyClone(t)
+	commitBaselines(t, base)
 	version, err := mustRepo(t, base).version()
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +139,10 @@ func TestTagRefuses(t *testing.T) {
 			runIn(t, dir, nil, "git", "push", "-q", "upstream", "watermill/"+version)
 			runIn(t, dir, nil, "git", "tag", "-d", "watermill/"+version)
 		}, []string{"-remote", "upstream"}, "the tag watermill/" + version + " exists on upstream"},
+		{"no API baselines", func(t *testing.T, dir string) {
+			runIn(t, dir, nil, "git", "rm", "-q", filepath.ToSlash(filepath.Join(baselineDir, "gocloud.zip")))
+			commitAll(t, dir, "no baseline")
+		}, nil, rootPath + "/gocloud has no API baseline"},
 		{"the API has changed since the baseline", func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{"release_probe.go": "package azq\n\n// ReleaseProbe is new.\nfunc ReleaseProbe() {}\n"})
 			commitAll(t, dir, "new API")

@@ -37,9 +37,12 @@ var (
 
 // NewQueueFromConnectionString returns the queue name of the storage
 // account that connectionString describes: an account name and key, a
-// shared access signature, or, for azq's server or an emulator, an
-// explicit QueueEndpoint (the Go SDK does not understand
-// UseDevelopmentStorage=true). It makes no request; the queue need not
+// shared access signature, an explicit QueueEndpoint (for azq's server or
+// an emulator on another address), or Azure's shortcut for the local
+// emulator, UseDevelopmentStorage=true, which is devstoreaccount1 at
+// http://127.0.0.1:10001/devstoreaccount1 (where azqd and Azurite listen
+// by default), optionally with DevelopmentStorageProxyUri. The Go SDK
+// alone refuses the shortcut. It makes no request; the queue need not
 // exist yet.
 func NewQueueFromConnectionString(connectionString, name string, o *Options) (*Queue, error) {
 	s, err := NewServiceFromConnectionString(connectionString, o)

@@ -37,6 +37,10 @@ func NewServiceFromConnectionString(connectionString string, o *Options) (*Servi
 	if err != nil {
 		return nil, err
 	}
+	connectionString, err = expandConnectionString(connectionString)
+	if err != nil {
+		return nil, err
+	}
 	c, err := azqueue.NewServiceClientFromConnectionString(connectionString, o.clientOptions())
 	if err != nil {
 		return nil, err

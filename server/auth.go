@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/internal/devstore"
 )
 
 // Account is one storage account the server answers for. Requests name
@@ -26,13 +27,13 @@ type Account struct {
 
 // developmentAccountKey is the key Azure's storage emulators publish for
 // devstoreaccount1. It is public by design: tools and SDKs hard-code it.
-const developmentAccountKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+const developmentAccountKey = devstore.AccountKey
 
 // DevelopmentAccount returns the well-known emulator account
 // devstoreaccount1 with its well-known key, so that code and tools written
 // for Azurite or the older storage emulator work unchanged.
 func DevelopmentAccount() Account {
-	return Account{Name: "devstoreaccount1", Keys: []string{developmentAccountKey}}
+	return Account{Name: devstore.AccountName, Keys: []string{developmentAccountKey}}
 }
 
 // ConnectionString returns an Azure Storage connection string for the
@@ -43,7 +44,7 @@ func DevelopmentAccount() Account {
 //
 // The protocol follows the endpoint's scheme. The Go SDK needs
 // QueueEndpoint here because it does not understand
-// UseDevelopmentStorage=true.
+// UseDevelopmentStorage=true (package azure does).
 func (a Account) ConnectionString(queueEndpoint string) string {
 	proto := "http"
 	if strings.HasPrefix(strings.ToLower(queueEndpoint), "https://") {

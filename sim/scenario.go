@@ -243,17 +243,27 @@ func Parse(r io.Reader) (*Scenario, error) {
 	if len(b) > maxScenarioBytes {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidScenario, maxScenarioBytes)
 	}
+	sc, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s%w", ErrInvalidScenario, position(b, err), err)
+	}
+	if err := sc.Check(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// decode reads a scenario from the JSON text b without checking it. Its
+// errors are encoding/json's, and say nothing of where in b they are.
+func decode(b []byte) (*Scenario, error) {
 	var sc Scenario
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sc); err != nil {
-		return nil, fmt.Errorf("%w: %s%w", ErrInvalidScenario, position(b, err), err)
+		return nil, err
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%w: text after the scenario object", ErrInvalidScenario)
-	}
-	if err := sc.Check(); err != nil {
-		return nil, err
+		return nil, errors.New("text after the scenario object")
 	}
 	return &sc, nil
 }
@@ -309,6 +319,14 @@ const (
 // Check validates the scenario and fills in defaults. Every problem found is
 // reported, joined, and wrapped in ErrInvalidScenario.
 func (sc *Scenario) Check() error {
+	if err := sc.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidScenario, err)
+	}
+	return nil
+}
+
+// check is Check without the wrapping in ErrInvalidScenario.
+func (sc *Scenario) check() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
@@ -383,10 +401,7 @@ func (sc *Scenario) Check() error {
 			bad("sweep cannot vary itself")
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalidScenario, errors.Join(errs...))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (p *Producer) check(runFor Duration) []error {

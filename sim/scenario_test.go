@@ -204,6 +204,59 @@ func TestWith(t *testing.T) {
 	}
 }
 
+// TestWithErrorsNameTheParameter: With's errors are *ParameterErrors that
+// say what is wrong with the value in JSON's words, and never point at a
+// line or column of the text With makes, which no one wrote.
+func TestWithErrorsNameTheParameter(t *testing.T) {
+	sc, err := Parse(strings.NewReader(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, value, want string
+	}{
+		{"consumers.0.nosuch", `1`, `unknown field "nosuch"`},
+		{"consumers.0.count", `"x"`, "want a whole number, not a string"},
+		{"consumers.0.count", `2.5`, "want a whole number, not the number 2.5"},
+		{"consumers.0.count", `[1]`, "want a whole number, not a list"},
+		{"producers", `{}`, "want a list, not an object"},
+		{"consumers.0.count", `-1`, "count must be at least 1"},
+		{"consumers.0.count", `{`, "not a JSON value"},
+	} {
+		_, err := sc.With(c.path, json.RawMessage(c.value))
+		var pe *ParameterError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrInvalidScenario) {
+			t.Errorf("With(%s, %s): %v, want a *ParameterError wrapping ErrInvalidScenario", c.path, c.value, err)
+			continue
+		}
+		if pe.Path != c.path || string(pe.Value) != c.value || !strings.Contains(pe.Err.Error(), c.want) {
+			t.Errorf("With(%s, %s): %+v, want the path, the value and %q", c.path, c.value, pe, c.want)
+		}
+		if strings.Contains(err.Error(), "column") || strings.Contains(err.Error(), "line ") {
+			t.Errorf("With(%s, %s): %v points into With's own text", c.path, c.value, err)
+		}
+	}
+}
+
+// TestRunSweepChecksEveryValueFirst: a bad value anywhere in a sweep stops
+// it before the first run.
+func TestRunSweepChecksEveryValueFirst(t *testing.T) {
+	sc, err := Parse(strings.NewReader(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Sweep = &Sweep{Parameter: "consumers.0.count", Values: []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`2`), json.RawMessage(`"x"`)}}
+	runs := 0
+	res, err := RunSweep(context.Background(), sc, Options{}, func(int, *Report) { runs++ })
+	var pe *ParameterError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "sweep value 3 of 3") {
+		t.Errorf("RunSweep: %v, want a *ParameterError for value 3 of 3", err)
+	}
+	if runs != 0 || res != nil {
+		t.Errorf("RunSweep ran %d values (%v) before refusing the third", runs, res)
+	}
+}
+
 // FuzzParse: whatever the input, Parse does not panic, and what it accepts
 // it writes out in a form that reads back the same.
 func FuzzParse(f *testing.F) {

@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +26,8 @@ import (
 // JSON value. The path names fields by their JSON names and list elements
 // by index, separated by dots: "consumers.0.visibilityTimeout",
 // "producers.1.arrival.rate". The copy is checked as Parse checks a file,
-// and has no sweep.
+// and has no sweep. A value the scenario does not take is a
+// *ParameterError.
 func (sc *Scenario) With(path string, value json.RawMessage) (*Scenario, error) {
 	b, err := json.Marshal(sc)
 	if err != nil {
@@ -37,21 +39,88 @@ func (sc *Scenario) With(path string, value json.RawMessage) (*Scenario, error) 
 	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
+	bad := func(err error) error { return &ParameterError{Path: path, Value: value, Err: err} }
 	var v any
 	dec = json.NewDecoder(bytes.NewReader(value))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%w: value %s for %s: %w", ErrInvalidScenario, value, path, err)
+		return nil, bad(fmt.Errorf("not a JSON value: %w", err))
 	}
 	if err := setPath(doc, strings.Split(path, "."), v); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidScenario, path, err)
+		return nil, bad(err)
 	}
 	delete(doc.(map[string]any), "sweep")
 	b, err = json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(bytes.NewReader(b))
+	// The text is this function's, not the user's: its errors say what
+	// is wrong with the value, never where in the text.
+	one, err := decode(b)
+	if err != nil {
+		return nil, bad(valueProblem(err))
+	}
+	if err := one.check(); err != nil {
+		return nil, bad(err)
+	}
+	return one, nil
+}
+
+// A ParameterError is a value that a scenario's parameter does not take:
+// With's error, and a sweep's.
+type ParameterError struct {
+	Path  string          // the parameter, as With was given it
+	Value json.RawMessage // the value, as With was given it
+	Err   error           // what is wrong, naming neither
+}
+
+func (e *ParameterError) Error() string {
+	return fmt.Sprintf("%v: %s=%s: %v", ErrInvalidScenario, e.Path, compactJSON(e.Value), e.Err)
+}
+
+// Unwrap gives ErrInvalidScenario and what is wrong.
+func (e *ParameterError) Unwrap() []error { return []error{ErrInvalidScenario, e.Err} }
+
+// valueProblem says what encoding/json found wrong with a value in the
+// words of JSON, not of Go's types.
+func valueProblem(err error) error {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		want := "another kind of value"
+		switch typ.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			want = "a whole number"
+		case reflect.Float32, reflect.Float64:
+			want = "a number"
+		case reflect.String:
+			want = "a string"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.Slice, reflect.Array:
+			want = "a list"
+		}
+		got := typ.Value
+		switch {
+		case strings.HasPrefix(got, "number "):
+			got = "the number " + strings.TrimPrefix(got, "number ")
+		case got == "bool":
+			got = "a boolean"
+		case got == "array":
+			got = "a list"
+		case got == "object":
+			got = "an object"
+		case got == "string", got == "number":
+			got = "a " + got
+		}
+		return fmt.Errorf("want %s, not %s", want, got)
+	}
+	if s, ok := strings.CutPrefix(err.Error(), "json: "); ok {
+		return errors.New(s)
+	}
+	return err
 }
 
 func setPath(doc any, path []string, v any) error {
@@ -91,20 +160,28 @@ type SweepResult struct {
 }
 
 // RunSweep runs sc once for each value of its Sweep, in order, calling
-// each, if not nil, after every run. A run that loses messages does not
-// stop the sweep; RunSweep then returns ErrLost with the results.
+// each, if not nil, after every run. It checks every value first, and
+// runs nothing if one is not valid (a *ParameterError, with the value's
+// place in the sweep). A run that loses messages does not stop the sweep;
+// RunSweep then returns ErrLost with the results.
 func RunSweep(ctx context.Context, sc *Scenario, opts Options, each func(i int, r *Report)) (*SweepResult, error) {
 	if sc.Sweep == nil {
 		return nil, fmt.Errorf("%w: no sweep", ErrInvalidScenario)
 	}
-	res := &SweepResult{Parameter: sc.Sweep.Parameter}
-	lost := false
+	// Every value is checked before the first run, so that a bad last
+	// value does not wait for the runs before it.
+	runs := make([]*Scenario, len(sc.Sweep.Values))
 	for i, raw := range sc.Sweep.Values {
 		one, err := sc.With(sc.Sweep.Parameter, raw)
 		if err != nil {
-			return res, err
+			return nil, fmt.Errorf("sweep value %d of %d: %w", i+1, len(sc.Sweep.Values), err)
 		}
-		r, err := Run(ctx, one, opts)
+		runs[i] = one
+	}
+	res := &SweepResult{Parameter: sc.Sweep.Parameter}
+	lost := false
+	for i, raw := range sc.Sweep.Values {
+		r, err := Run(ctx, runs[i], opts)
 		switch {
 		case errors.Is(err, ErrLost):
 			lost = true

@@ -95,8 +95,11 @@
 //		account, for scripts; the other start-up lines go to standard
 //		error.
 //	-version
-//		Print azqd's version (module version, VCS revision, Go version)
-//		and exit.
+//		Print azqd's version, the azq release it belongs to, with the VCS
+//		revision it was built from (and "modified" when the tree had
+//		changes not committed), or its module version when go install
+//		built it, or "no VCS revision" when the build recorded none
+//		(-buildvcs=false); then the Go version. Then exit.
 //
 // # Health and logs
 //

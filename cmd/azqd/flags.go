@@ -187,19 +187,24 @@ func parseFlags(args []string, stdout, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	fmt.Fprintln(stderr, "azqd:", err)
-	if h := hintFor(err, fs); h != "" {
+	if h := hintFor(err, fs, args); h != "" {
 		fmt.Fprintln(stderr, "azqd: hint:", h)
 	}
 	fmt.Fprintln(stderr, "azqd -h for help")
 	return nil, fmt.Errorf("%w: %v", errUsage, err)
 }
 
-// hintFor has advice for a command-line error: the flag meant, when an
-// unknown one is close to a known one.
-func hintFor(err error, fs *flag.FlagSet) string {
+// hintFor has advice for a command-line error in args: the form a
+// duration takes (hints.go), what azqd calls a flag known by another name
+// elsewhere (--port), and the flag meant when an unknown one is close to
+// a known one.
+func hintFor(err error, fs *flag.FlagSet, args []string) string {
 	var h *hintError
 	if errors.As(err, &h) {
 		return h.hint
+	}
+	if name, value, ok := invalidValue(err); ok {
+		return durationHint(fs, name, value)
 	}
 	const unknown = "flag provided but not defined: "
 	msg := err.Error()
@@ -208,9 +213,14 @@ func hintFor(err error, fs *flag.FlagSet) string {
 		return ""
 	}
 	name := strings.TrimLeft(msg[i+len(unknown):], "-")
+	if h := synonymHint(name, args); h != "" {
+		return h
+	}
+	// Close means at most two edits, and at most one for every three
+	// letters: "port" is not "cert".
 	best, bestDist := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(f.Name)); d < bestDist {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(f.Name)); d < bestDist && 3*d <= len(name) {
 			best, bestDist = f.Name, d
 		}
 	})
@@ -302,6 +312,9 @@ func parseArgs(args []string) (*config, *flag.FlagSet, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fs, fmt.Errorf("unexpected arguments %q: azqd takes flags only", fs.Args())
+	}
+	if err := checkAddr(cfg.addr); err != nil {
+		return nil, fs, err
 	}
 	if err := az.apply(cfg); err != nil {
 		return nil, fs, err

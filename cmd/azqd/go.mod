@@ -2,8 +2,6 @@ module github.com/azqlib/azq/cmd/azqd
 
 go 1.23.0
 
-replace github.com/azqlib/azq => ../..
-
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1

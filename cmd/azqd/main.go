@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +21,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 	"github.com/azqlib/azq/ui"
@@ -68,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cfg.version {
-		fmt.Fprintln(stdout, "azqd", buildVersion())
+		fmt.Fprintln(stdout, "azqd", buildinfo.Describe())
 		return nil
 	}
 	if cfg.healthcheck != "" {
@@ -187,7 +186,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		api.Close()
 		return err
 	}
-	admin := &adminHandler{api: api, ctl: ctl, version: buildVersion(), guard: newAdminGuard(cfg), storage: storageStates(services)}
+	admin := &adminHandler{api: api, ctl: ctl, version: buildinfo.Describe(), guard: newAdminGuard(cfg), storage: storageStates(services)}
 	if inj != nil {
 		admin.faults = &faultControl{inj: inj}
 	}
@@ -275,6 +274,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are checked against %d key(s) from %s\n", len(oauth.Keys), cfg.oauthKey)
 	case oauth != nil:
 		fmt.Fprintln(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are not checked (give -oauth-key to check them)")
+	}
+	if n := developmentStorageNote(cfg.accounts, base); n != "" {
+		fmt.Fprintln(notes, n)
 	}
 	for _, a := range cfg.accounts {
 		if cfg.printConnString {
@@ -417,38 +419,6 @@ func (w *statusWriter) WriteHeader(code int) {
 func isLoopback(addr net.Addr) bool {
 	ta, ok := addr.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
-}
-
-// buildVersion describes this build: the module version ("(devel)" for a
-// build from a source tree), the VCS revision when known, and the Go
-// version.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown) " + runtime.Version()
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+modified"
-			}
-		}
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if rev != "" {
-		v += " " + rev + dirty
-	}
-	return v + " " + bi.GoVersion
 }
 
 // listenAddr is the address a listener is on as the command line named

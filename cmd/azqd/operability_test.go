@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+
+	"github.com/azqlib/azq"
 )
 
 // adminCall sends method to url and decodes the JSON reply into v.
@@ -115,7 +117,7 @@ func TestVersionFlag(t *testing.T) {
 	if err := run(context.Background(), []string{"-version"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	if out := stdout.String(); !strings.HasPrefix(out, "azqd ") || !strings.Contains(out, "go1.") || strings.Count(out, "\n") != 1 {
+	if out := stdout.String(); !strings.HasPrefix(out, "azqd "+azq.Version+" (") || !strings.Contains(out, "go1.") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("-version printed %q", out)
 	}
 	if stderr.Len() != 0 {

@@ -43,5 +43,7 @@
 // azqload sends traffic only to the endpoint it is given, and refuses any
 // host other than a loopback address or localhost unless -allow-remote is
 // set. Every run ends by itself: -duration is required to be positive.
-// -json prints the result as one JSON object.
+// -json prints the result as one JSON object. -version prints the azq
+// release and the VCS revision azqload was built from, as azqd -version
+// does.
 package main

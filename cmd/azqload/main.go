@@ -20,6 +20,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
+	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/server"
 )
 
@@ -57,6 +58,7 @@ type config struct {
 	serveFloor  string
 	jsonOut     bool
 	allowRemote bool
+	version     bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -84,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.serveFloor, "serve-floor", "", "only serve the -floor handler on `host:port` for -duration, for a -floor run from another process")
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the result as JSON")
 	fs.BoolVar(&cfg.allowRemote, "allow-remote", false, "allow an endpoint that is not on loopback")
+	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -92,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	var problem string
 	switch {
+	case cfg.version && fs.NArg() == 0:
+		// Nothing else is needed.
 	case fs.NArg() > 0:
 		problem = fmt.Sprintf("unexpected arguments %q", fs.Args())
 	case cfg.serveFloor != "":
@@ -123,6 +128,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, "azqload", buildinfo.Describe())
+		return nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 2*cfg.clients + 8

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/server"
 )
 
@@ -191,5 +192,20 @@ func TestRefusesRemoteAndBadFlags(t *testing.T) {
 		if !errors.Is(err, errUsage) {
 			t.Errorf("run %q: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestVersionFlag: -version prints azqload, azq's version and what the
+// build recorded on one line of stdout, and needs no endpoint.
+func TestVersionFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"-version"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.HasPrefix(s, "azqload "+azq.Version+" (") || !strings.HasSuffix(s, ")\n") || strings.Count(s, "\n") != 1 {
+		t.Errorf("-version printed %q, want azqload %s (…) on one line", s, azq.Version)
+	}
+	if errb.Len() != 0 {
+		t.Errorf("-version wrote to stderr: %q", errb.String())
 	}
 }

@@ -26,6 +26,8 @@
 // the plot sweep.png of duplicates, latency and cost against the values.
 //
 // A progress bar goes to stderr (-q turns it off), with how fast the run
-// went at the end. azqsim exits with status 1 if a message was lost or the
-// queue broke its semantics, after printing the report that says so.
+// went at the end. -version prints the azq release and the VCS revision
+// azqsim was built from, as azqd -version does. azqsim exits with status
+// 1 if a message was lost or the queue broke its semantics, after printing
+// the report that says so.
 package main

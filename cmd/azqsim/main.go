@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/sim"
 )
 
@@ -52,6 +53,7 @@ type config struct {
 	jsonOut    bool
 	deliveries bool
 	noFiles    bool
+	version    bool
 }
 
 // usageHead opens azqsim -h: what it does, and where the scenario format
@@ -82,11 +84,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON instead of text")
 	fs.BoolVar(&cfg.deliveries, "deliveries", false, "also write every delivery to deliveries.csv")
 	fs.BoolVar(&cfg.noFiles, "no-files", false, "print the report only; write no files")
+	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
 		return nil, errUsage
+	}
+	if cfg.version {
+		return cfg, nil
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -117,6 +123,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.version {
+		fmt.Fprintln(stdout, "azqsim", buildinfo.Describe())
+		return nil
+	}
 	sc, err := sim.Load(cfg.scenario)
 	if err != nil {
 		return err
@@ -128,10 +138,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errUsage
 		}
 		keep := sc.Sweep
-		if sc, err = sc.With(path, jsonValue(value)); err != nil {
-			return err
+		next, err := sc.With(path, jsonValue(value))
+		if err != nil {
+			return fmt.Errorf("-set %s: %w", s, problem(err))
 		}
-		sc.Sweep = keep
+		sc, sc.Sweep = next, keep
+	}
+	// Where the sweep's values come from, and each as it was written
+	// there, for errors about them.
+	var sweepFrom string
+	var written []string
+	if sc.Sweep != nil {
+		sweepFrom = cfg.scenario + ": sweep of " + sc.Sweep.Parameter
+		for _, v := range sc.Sweep.Values {
+			written = append(written, string(v))
+		}
 	}
 	if cfg.sweep != "" {
 		path, list, ok := strings.Cut(cfg.sweep, "=")
@@ -144,6 +165,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			sw.Values = append(sw.Values, jsonValue(v))
 		}
 		sc.Sweep = sw
+		sweepFrom, written = "-sweep "+cfg.sweep, strings.Split(list, ",")
+	}
+	// Every value of a sweep is checked before the first run, which may
+	// take minutes.
+	if sc.Sweep != nil {
+		for i, v := range sc.Sweep.Values {
+			if _, err := sc.With(sc.Sweep.Parameter, v); err != nil {
+				return fmt.Errorf("%s: value %d of %d, %s: %w", sweepFrom, i+1, len(sc.Sweep.Values), written[i], problem(err))
+			}
+		}
 	}
 	var opts sim.Options
 	if cfg.seed != "" {
@@ -165,6 +196,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.noFiles {
 		dir = ""
+	}
+	if err := prepareOut(dir, cfg.out); err != nil {
+		return err
 	}
 	format := cfg.format
 	bar := newProgress(stderr, !cfg.quiet)
@@ -251,6 +285,43 @@ func runSweep(ctx context.Context, sc *sim.Scenario, opts sim.Options, cfg *conf
 		fmt.Fprintf(stderr, "azqsim: wrote %d files to %s\n", len(files), dir)
 	}
 	return runErr
+}
+
+// problem is what is wrong with a value given for a scenario's
+// parameter, without the parameter and the value, which the caller names
+// as the user gave them.
+func problem(err error) error {
+	var pe *sim.ParameterError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// prepareOut makes dir, where the report and plots go, and checks that
+// files can be made in it, before anything runs: a simulation can take
+// minutes, and an -out it cannot write to should not wait for it. out is
+// -out as given, "" for the default. dir "" (-no-files) needs nothing.
+func prepareOut(dir, out string) error {
+	if dir == "" {
+		return nil
+	}
+	name := "-out " + out
+	if out == "" {
+		name = dir + " (where the files go without -out)"
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s: a file, not a directory", name)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	probe, err := os.CreateTemp(dir, ".azqsim-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write files there: %w", name, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // safeName turns a scenario name into a directory name.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/sim"
 )
 
@@ -220,6 +221,63 @@ func TestReadmeQuickstart(t *testing.T) {
 	for _, name := range []string{"report.txt", "timeseries.csv", "depth.png", "latency.png", "transactions.png"} {
 		if _, err := os.Stat(filepath.Join(dir, "azqsim-out", "quickstart", name)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestVersionFlag: -version prints azqsim, azq's version and what the
+// build recorded on one line of stdout, and needs no scenario.
+func TestVersionFlag(t *testing.T) {
+	out, errOut, err := runCmd(t, "-version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "azqsim "+azq.Version+" (") || !strings.HasSuffix(out, ")\n") || strings.Count(out, "\n") != 1 {
+		t.Errorf("-version printed %q, want azqsim %s (…) on one line", out, azq.Version)
+	}
+	if errOut != "" {
+		t.Errorf("-version wrote to stderr: %q", errOut)
+	}
+}
+
+// TestValuesAreCheckedBeforeRunning: a bad value of -set, of -sweep or of
+// the file's sweep, and an -out that cannot take files, are reported
+// before anything runs, pointing at the flag or the file as the user
+// wrote it, never at a column of the JSON azqsim makes from -set.
+func TestValuesAreCheckedBeforeRunning(t *testing.T) {
+	sc := writeScenario(t, scenario)
+	swept := writeScenario(t, `{"duration": "30m", "producers": [{"arrival": {"kind": "poisson", "rate": 2}}],
+		"consumers": [{"count": 5}], "sweep": {"parameter": "consumers.0.count", "values": [1, 2, "x"]}}`)
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-set", "consumers.0.cnt=1", sc}, `-set consumers.0.cnt=1: unknown field "cnt"`},
+		{[]string{"-set", "consumers.0.count=x", sc}, "-set consumers.0.count=x: want a whole number, not a string"},
+		{[]string{"-set", "consumers.0.count=1.5", sc}, "-set consumers.0.count=1.5: want a whole number, not the number 1.5"},
+		{[]string{"-set", "consumers.0.count=0", sc}, "-set consumers.0.count=0: consumers.0 (fleet0): count must be at least 1"},
+		{[]string{"-set", "consumers.3.count=1", sc}, `-set consumers.3.count=1: "3" is not an index of a list of 1`},
+		{[]string{"-set", "consumers.0.visibilityTimeout=soon", sc}, `-set consumers.0.visibilityTimeout=soon: duration "soon": want e.g. 30s, 5m, 1h30m, 2d or 1d12h`},
+		{[]string{"-sweep", "consumers.0.count=1,2,x", sc}, "-sweep consumers.0.count=1,2,x: value 3 of 3, x: want a whole number, not a string"},
+		{[]string{"-sweep", "consumers.0.count=0,1", sc}, "-sweep consumers.0.count=0,1: value 1 of 2, 0: consumers.0 (fleet0): count must be at least 1"},
+		{[]string{swept}, swept + `: sweep of consumers.0.count: value 3 of 3, "x": want a whole number, not a string`},
+		{[]string{"-out", file, sc}, "-out " + file + ": a file, not a directory"},
+		{[]string{"-out", filepath.Join(file, "sub"), sc}, "-out " + filepath.Join(file, "sub") + ": mkdir " + file + ": not a directory"},
+		{[]string{"-sweep", "consumers.0.count=1,2", "-out", file, sc}, "-out " + file + ": a file, not a directory"},
+	} {
+		out, _, err := runCmd(t, append([]string{"-q"}, c.args...)...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "column") {
+			t.Errorf("%q: %v points at a column", c.args, err)
+		}
+		if out != "" {
+			t.Errorf("%q: something ran before the error:\n%s", c.args, out)
 		}
 	}
 }

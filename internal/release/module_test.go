@@ -1,0 +1,180 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/azqlib/azq/internal/longrun"
+)
+
+// The module tests follow the README's "Use it from your own module" as a
+// newcomer would: a module of their own, outside the repository, whose
+// program (testdata/yourapp) imports the root module and both drivers,
+// after exactly the README's commands; then they build and run it, and
+// azqd as the commands installed it.
+
+// readmeBlock is the body of README.md's sh block that contains marker.
+func readmeBlock(t *testing.T, marker string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		if strings.Contains(m[1], marker) {
+			return m[1]
+		}
+	}
+	t.Fatalf("README.md has no sh block containing %q", marker)
+	return ""
+}
+
+// newApp makes the module of a user in base/yourapp, with the program
+// that imports azq's modules, and returns its directory.
+func newApp(t *testing.T, base string, env []string) string {
+	t.Helper()
+	app := filepath.Join(base, "yourapp")
+	src, err := os.ReadFile(filepath.Join("testdata", "yourapp", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, app, map[string]string{"main.go": string(src)})
+	runIn(t, app, env, "go", "mod", "init", "example.com/yourapp")
+	return app
+}
+
+// checkApp builds and runs the program, and runs the azqd in gobin.
+func checkApp(t *testing.T, app, gobin string, env []string, version, azqdBuild string) {
+	t.Helper()
+	runIn(t, app, env, "go", "build", "-o", "yourapp", ".")
+	want := "gocloud: order 42\nwatermill: invoice 7\nazq " + version + "\n"
+	if got := runIn(t, app, nil, filepath.Join(app, "yourapp")); got != want {
+		t.Errorf("the program printed %q, want %q", got, want)
+	}
+	got := runIn(t, app, nil, filepath.Join(gobin, "azqd"), "-version")
+	if want := "azqd " + version + " (" + azqdBuild; !strings.HasPrefix(got, want) {
+		t.Errorf("azqd -version printed %q, want %q…", got, want)
+	}
+}
+
+// TestReadmeFromAClone runs the README's two ways of using a clone, a
+// replace of each module and a workspace, with the clone at ../azq. A
+// long run: go mod tidy and builds of three modules' dependencies.
+func TestReadmeFromAClone(t *testing.T) {
+	longrun.Skip(t)
+	version, err := mustRepo(t, repoRoot(t)).version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, marker string }{
+		{"replace", "-replace=github.com/azqlib/azq="},
+		{"workspace", "go work init"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			block := readmeBlock(t, c.marker)
+			base := t.TempDir()
+			if err := os.Symlink(repoRoot(t), filepath.Join(base, "azq")); err != nil {
+				t.Fatal(err)
+			}
+			gobin := t.TempDir()
+			env := []string{"GOBIN=" + gobin}
+			app := newApp(t, base, env)
+			runIn(t, app, env, "bash", "-euo", "pipefail", "-c", block)
+			checkApp(t, app, gobin, env, version, "")
+		})
+	}
+}
+
+// TestReadmeFromTheModuleProxy runs the README's commands for the
+// published modules against a module proxy made from the working tree's
+// modules at azq.Version (release proxy), as the tags will publish them:
+// no replace, no workspace, so a nested module that requires a root
+// version nothing publishes, or a go.mod that go install refuses, fails
+// here as it would for a user. A long run: it builds three modules'
+// dependencies and azqd from a module cache of its own.
+func TestReadmeFromTheModuleProxy(t *testing.T) {
+	longrun.Skip(t)
+	r := mustRepo(t, repoRoot(t))
+	version, err := r.version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := readmeBlock(t, "go get github.com/azqlib/azq@")
+	if !strings.Contains(block, "@"+version+" ") {
+		t.Fatalf("the README's commands do not name %s, azq.Version:\n%s", version, block)
+	}
+	env := proxyEnv(t, r, version)
+	gobin := t.TempDir()
+	env = append(env, "GOBIN="+gobin)
+	app := newApp(t, t.TempDir(), env)
+	runIn(t, app, env, "bash", "-euo", "pipefail", "-c", block)
+	gomod, err := os.ReadFile(filepath.Join(app, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{rootPath, rootPath + "/gocloud", rootPath + "/watermill"} {
+		if !strings.Contains(string(gomod), "\t"+m+" "+version+"\n") {
+			t.Errorf("go.mod does not require %s %s:\n%s", m, version, gomod)
+		}
+	}
+	if strings.Contains(string(gomod), "replace") {
+		t.Errorf("go.mod has a replace:\n%s", gomod)
+	}
+	checkApp(t, app, gobin, env, version, "module "+rootPath+"/cmd/azqd@"+version)
+}
+
+// TestProxyCatchesAMissingVersion: with a driver that requires a root
+// version the release does not make, the README's commands fail through
+// the proxy, as they would for a user once the tags are out: what the
+// proxy test is for.
+func TestProxyCatchesAMissingVersion(t *testing.T) {
+	longrun.Skip(t)
+	setGitIdentity(t)
+	dir := copyClone(t)
+	runIn(t, filepath.Join(dir, "gocloud"), nil, "go", "mod", "edit", "-require=github.com/azqlib/azq@v0.99.0")
+	r := mustRepo(t, dir)
+	version, err := r.version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := proxyEnv(t, r, version)
+	app := newApp(t, t.TempDir(), env)
+	out, err := tryIn(app, env, "bash", "-euo", "pipefail", "-c", readmeBlock(t, "go get github.com/azqlib/azq@"))
+	if err == nil || !strings.Contains(out, "requires "+rootPath+"@v0.99.0") {
+		t.Errorf("the README's commands with a driver requiring a root version no one publishes: %v\n%s", err, out)
+	}
+}
+
+// proxyEnv builds a module proxy of r's modules at version and returns
+// the environment that resolves modules through it, in a module cache of
+// the test's own, so that the modules it makes never reach the machine's.
+// Other modules come from the machine's module cache, as a proxy, or else
+// from the usual proxy.
+func proxyEnv(t *testing.T, r *repo, version string) []string {
+	t.Helper()
+	proxy := t.TempDir()
+	if err := buildProxy(r, proxy, version); err != nil {
+		t.Fatal(err)
+	}
+	cache := strings.TrimSpace(runIn(t, ".", nil, "go", "env", "GOMODCACHE"))
+	upstream := strings.TrimSpace(runIn(t, ".", nil, "go", "env", "GOPROXY"))
+	modcache := t.TempDir()
+	t.Cleanup(func() {
+		// The module cache is read-only; go clean empties it.
+		tryIn(".", []string{"GOMODCACHE=" + modcache}, "go", "clean", "-modcache")
+	})
+	return []string{
+		"GOPROXY=file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(cache, "cache", "download")) + "," + upstream,
+		"GOMODCACHE=" + modcache,
+		// No checksum database has the proxy's modules; third-party
+		// modules' checksums are what the other tests check.
+		"GOSUMDB=off",
+		// -trimpath lets the build cache serve what other builds of the
+		// same files compiled.
+		"GOFLAGS=-mod=mod -trimpath -buildvcs=false",
+		"GOWORK=off",
+	}
+}

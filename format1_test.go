@@ -3,6 +3,7 @@ package azq
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -135,6 +136,27 @@ func TestFormat1ClosedDirectoryOpens(t *testing.T) {
 	defer s.Close()
 	if got := stateText(s); got != want {
 		t.Fatalf("after Close in format 2:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestFormat1LogIsRefused: a directory of format 1 whose log holds
+// records (as a crash leaves it) is refused with an error that names the
+// segment and says what to do, not replayed by rules this version no
+// longer has.
+func TestFormat1LogIsRefused(t *testing.T) {
+	mem := loadFixture(t, "crashed")
+	_, err := Open(testDir, withFS(mem))
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.File != path.Join(testDir, "wal-0000000000000002") || ce.Offset != 0 ||
+		!strings.Contains(ce.Reason, "format 1") || !strings.Contains(ce.Reason, "Close") {
+		t.Fatalf("Open of a format-1 log with records: %v; want a CorruptError naming its segment, its format and what to do", err)
+	}
+	// Nothing was changed: the earlier version can still open it.
+	for _, n := range []string{"wal-0000000000000002", "ckpt-0000000000000002"} {
+		want, _ := os.ReadFile(filepath.Join(format1Dir, "crashed", n))
+		if got, err := mem.ReadFile(path.Join(testDir, n)); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s changed by the refused Open: %v", n, err)
+		}
 	}
 }
 

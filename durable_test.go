@@ -3,7 +3,6 @@ package azq
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -573,20 +572,15 @@ func TestRecoveryReportsATornTail(t *testing.T) {
 	}
 	crash(t, s)
 	// A frame cut short after the last one: a length and a kind, a
-	// checksum that does not match, and part of a payload.
+	// checksum that does not match, and part of a header.
 	seg := wal.SegmentName(testDir, 1)
 	data, err := mem.ReadFile(seg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := 0
-	for end+8 <= len(data) {
-		w := binary.LittleEndian.Uint32(data[end:])
-		if k := w >> 24; k < 1 || k > 3 {
-			break
-		}
-		end += 8 + int(w&(1<<24-1))
-	}
+	// The frames end where the allotted zeros start: the last one holds
+	// a Put, whose record ends with the content, "message 9".
+	end := len(bytes.TrimRight(data, "\x00"))
 	torn := []byte{100, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef, 'c', 'u', 't'}
 	f, err := mem.OpenRW(seg)
 	if err != nil {
@@ -612,5 +606,99 @@ func TestRecoveryReportsATornTail(t *testing.T) {
 	out := logged.String()
 	if !strings.Contains(out, "level=INFO msg=\"azq: recovered\"") || !strings.Contains(out, "level=WARN msg=\"azq: moved a torn log tail aside\"") {
 		t.Fatalf("the logger did not report the recovery and the torn tail:\n%s", out)
+	}
+}
+
+// TestDurableTornTailHoldingAFrame: the last message's content carries
+// whole frames, built with the log's own encoder as someone who has read
+// the source would build them, and a crash cuts the file inside that
+// message's frame, after them. What follows the cut-off frame's start is
+// then the torn frame's own payload: Open must set it aside and recover
+// the 99 messages acknowledged before it, not take a frame-shaped piece
+// of content for a frame written after the torn one and refuse the whole
+// directory as corrupt.
+func TestDurableTornTailHoldingAFrame(t *testing.T) {
+	ctx := context.Background()
+	var forged bytes.Buffer
+	e := wal.NewEncoder(&forged, 1, 100)
+	for i := 0; i < 3; i++ {
+		if err := e.Append([]byte(fmt.Sprint("forged record ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []string{"file ends", "zeros follow"} {
+		t.Run(cut, func(t *testing.T) {
+			mem := vfs.NewMem()
+			s := mustOpen(t, testDir, withFS(mem))
+			q, _, _ := s.CreateQueue(ctx, "queue", nil)
+			var want []string
+			for i := 0; i < 99; i++ {
+				want = append(want, fmt.Sprint("message ", i))
+				if _, err := q.Put(ctx, want[i], &PutOptions{TimeToLive: NeverExpires}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			content := "frames follow:" + forged.String() + strings.Repeat("-", 300)
+			if _, err := q.Put(ctx, content, &PutOptions{TimeToLive: NeverExpires}); err != nil {
+				t.Fatal(err)
+			}
+			crash(t, s)
+
+			seg := wal.SegmentName(testDir, 1)
+			data, err := mem.ReadFile(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := bytes.Index(data, forged.Bytes())
+			if at < 0 {
+				t.Fatal("the forged frames are not in the log")
+			}
+			end := at + forged.Len() + 100 // inside the message's frame
+			if cut == "file ends" {
+				data = data[:end]
+			} else {
+				clear(data[end:])
+			}
+			f, err := mem.Create(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt(data, 0); err != nil {
+				t.Fatal(err)
+			}
+			f.Sync()
+			f.Close()
+
+			s, err = Open(testDir, withFS(mem))
+			if err != nil {
+				t.Fatalf("Open after a torn frame holding frames: %v", err)
+			}
+			st, _ := s.DurableState()
+			if st.Recovery.Messages != 99 || st.Recovery.TornFile == "" {
+				t.Fatalf("RecoveryStats %+v; want 99 messages and the torn tail set aside", st.Recovery)
+			}
+			aside, err := mem.ReadFile(st.Recovery.TornFile)
+			if err != nil || !bytes.HasSuffix(aside, data[at:end]) {
+				t.Fatalf("the tail set aside (%v) does not hold the cut frame's bytes", err)
+			}
+			q, _ = s.Queue("queue")
+			got, err := q.Peek(ctx, 32)
+			if err != nil || len(got) != 32 || got[0].Content != want[0] {
+				t.Fatalf("Peek after recovery: %d messages, %v", len(got), err)
+			}
+			// The log goes on after the last acknowledged record.
+			if _, err := q.Put(ctx, "after", nil); err != nil {
+				t.Fatal(err)
+			}
+			crash(t, s)
+			s = mustOpen(t, testDir, withFS(mem))
+			defer s.Close()
+			if st, _ := s.DurableState(); st.Recovery.Messages != 100 || st.Recovery.TornFile != "" {
+				t.Fatalf("second recovery: %+v; want 100 messages and nothing torn", st.Recovery)
+			}
+		})
 	}
 }

@@ -21,18 +21,23 @@ const checkpointFrameBytes = 256 << 10
 // io.Writer: a header, the records in frames, and a seal that counts
 // them, so that a reader tells a whole checkpoint from a cut one.
 type Encoder struct {
-	w       io.Writer
-	buf     []byte
-	start   int // where the open records frame starts in buf; -1 if none
-	records uint64
-	err     error
+	w        io.Writer
+	buf      []byte
+	start    int    // where the open records frame starts in buf; -1 if none
+	keySum   uint32 // the file's key's
+	chain    uint32 // the header checksum of the last frame finished
+	frameSeq uint64 // the records before the open frame
+	records  uint64
+	err      error
 }
 
 // NewEncoder starts a checkpoint of generation gen holding the state as
 // of record base (both 0 for a checkpoint that belongs to no log), which
 // depends on the older checkpoints deps (see CreateCheckpoint).
 func NewEncoder(w io.Writer, gen uint64, base LSN, deps ...uint64) *Encoder {
-	return &Encoder{w: w, start: -1, buf: appendFrame(nil, kindHeader, headerPayload(checkpointMagic, gen, base, deps...))}
+	key := newKey()
+	buf, chain := appendHeaderFrame(nil, checkpointMagic, fileHeader{key: key, gen: gen, base: base, deps: deps})
+	return &Encoder{w: w, start: -1, buf: buf, keySum: key.sum(), chain: chain}
 }
 
 // Append adds the record rec (at most MaxRecord bytes).
@@ -48,7 +53,8 @@ func (e *Encoder) Append(rec []byte) error {
 		e.flush()
 	}
 	if e.start < 0 {
-		e.buf, e.start = beginFrame(e.buf)
+		e.buf, e.start = reserveFrame(e.buf)
+		e.frameSeq = e.records
 	}
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(rec)))
 	e.buf = append(e.buf, rec...)
@@ -58,7 +64,7 @@ func (e *Encoder) Append(rec []byte) error {
 
 func (e *Encoder) closeFrame() {
 	if e.start >= 0 {
-		endFrame(e.buf, e.start, kindRecords)
+		e.chain = finishFrame(e.buf[e.start:], len(e.buf)-e.start-frameHeaderSize, kindRecords, e.keySum, e.chain, e.frameSeq)
 		e.start = -1
 	}
 }
@@ -73,31 +79,32 @@ func (e *Encoder) flush() {
 // Close writes what is buffered and the seal.
 func (e *Encoder) Close() error {
 	e.closeFrame()
-	e.buf = appendFrame(e.buf, kindSeal, sealPayload(e.records))
+	e.buf, e.chain = appendFrame(e.buf, kindSeal, sealPayload(e.records), e.keySum, e.chain, e.records)
 	e.flush()
 	return e.err
 }
 
 // ReadCheckpoint reads the checkpoint data, the contents of the file
-// name, calling fn with each record in order. It returns the checkpoint's
-// generation, base LSN and dependencies. Any damage, a cut end included,
-// is a *CorruptError: a checkpoint is synced whole before it is used, so
-// it has no torn tail.
+// name, of format 2 or 1, calling fn with each record in order. It
+// returns the checkpoint's generation, base LSN and dependencies. Any
+// damage, a cut end included, is a *CorruptError: a checkpoint is synced
+// whole before it is used, so it has no torn tail.
 func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen uint64, base LSN, deps []uint64, err error) {
-	gen, base, deps, off, err := checkpointHeader(name, data)
+	h, c, err := checkpointHeader(name, data)
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: int64(off), Reason: reason} }
 	var records uint64
 	for sealed := false; ; {
+		off := c.off()
+		corrupt := func(reason string) error { return &CorruptError{File: name, Offset: int64(off), Reason: reason} }
 		if off == len(data) {
 			if !sealed {
 				return 0, 0, nil, corrupt("the checkpoint ends early")
 			}
-			return gen, base, deps, nil
+			return h.gen, h.base, h.deps, nil
 		}
-		kind, p, bad := frameAt(data, off)
+		kind, p, bad := c.next(records)
 		switch {
 		case bad != "":
 			return 0, 0, nil, corrupt(bad)
@@ -123,35 +130,58 @@ func ReadCheckpoint(name string, data []byte, fn func(rec []byte) error) (gen ui
 		default:
 			return 0, 0, nil, corrupt(fmt.Sprintf("a frame of kind %d out of place", kind))
 		}
-		off += frameHeaderSize + len(p)
 	}
+}
+
+// checkpointFrames walks the frames of a checkpoint after its header, of
+// format 2 (r) or format 1.
+type checkpointFrames struct {
+	r  frameReader
+	v1 bool
+}
+
+func (c *checkpointFrames) off() int { return c.r.off }
+
+// next reads the frame at off(), which follows records records, and moves
+// past it: its kind and payload, or why it is not the next valid frame.
+func (c *checkpointFrames) next(records uint64) (kind byte, p []byte, bad string) {
+	if c.v1 {
+		kind, p, bad = frame1At(c.r.data, c.r.off)
+		if bad == "" {
+			c.r.off += frame1HeaderSize + len(p)
+		}
+		return kind, p, bad
+	}
+	c.r.seq = records
+	kind, p, bad, err := c.r.next()
+	if err != nil {
+		bad = err.Error()
+	}
+	return kind, p, bad
 }
 
 // checkpointHeader reads the header that starts the checkpoint data, the
 // contents of the file name: its generation, base LSN and the generations
-// it depends on (each older than it, in increasing order), and the offset
-// of the frame after it.
-func checkpointHeader(name string, data []byte) (gen uint64, base LSN, deps []uint64, end int, err error) {
+// it depends on (each older than it, in increasing order), and the frames
+// after it.
+func checkpointHeader(name string, data []byte) (fileHeader, *checkpointFrames, error) {
 	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: 0, Reason: reason} }
 	if len(data) == 0 {
-		return 0, 0, nil, 0, corrupt("the checkpoint ends early")
+		return fileHeader{}, nil, corrupt("the checkpoint ends early")
 	}
-	kind, p, bad := frameAt(data, 0)
+	h, r, bad, err := readHeader(data, checkpointMagic)
 	if bad != "" {
-		return 0, 0, nil, 0, corrupt(bad)
+		return fileHeader{}, nil, corrupt(bad)
 	}
-	if kind != kindHeader {
-		return 0, 0, nil, 0, corrupt("no checkpoint header")
+	if err != nil {
+		return fileHeader{}, nil, corrupt(err.Error())
 	}
-	if gen, base, deps, err = parseHeader(p, checkpointMagic); err != nil {
-		return 0, 0, nil, 0, corrupt(err.Error())
-	}
-	for i, d := range deps {
-		if d >= gen || i > 0 && d <= deps[i-1] {
-			return 0, 0, nil, 0, corrupt(fmt.Sprintf("it depends on generation %d, out of order", d))
+	for i, d := range h.deps {
+		if d >= h.gen || i > 0 && d <= h.deps[i-1] {
+			return fileHeader{}, nil, corrupt(fmt.Sprintf("it depends on generation %d, out of order", d))
 		}
 	}
-	return gen, base, deps, frameHeaderSize + len(p), nil
+	return h, &checkpointFrames{r: r, v1: h.format == 1}, nil
 }
 
 // errGeneration reports the file name whose header names generation gen,

@@ -40,15 +40,28 @@ type segment struct {
 	size  int64 // bytes of frames written
 	alloc int64 // bytes allotted: the frames, then zeros
 	dirty bool  // bytes written and not yet synced
+	// The sum of the file's key, and the header checksum of its last
+	// frame finished: what the next frame's header carries. Only the
+	// writer (or Open, or Prepare, before the segment is shared) sets
+	// them.
+	keySum, chain uint32
+}
+
+// frameSpan is a frame in a buffer of frames not yet written, whose
+// header is filled in when it is written (finishFrame).
+type frameSpan struct {
+	start, end int    // where it starts and ends in the buffer; end -1 while open
+	kind       byte   // kindRecords or kindSeal
+	seq        uint64 // the records of the log before it
 }
 
 // pending is the frames of one segment not yet written.
 type pending struct {
 	seg    *segment
 	buf    []byte
-	frames [][2]int // records frames in buf to finish: start, end
-	upto   LSN      // the last record among them (or before them)
-	seal   bool     // buf ends with the segment's seal: close it after
+	frames []frameSpan // the frames in buf, to finish
+	upto   LSN         // the last record among them (or before them)
+	seal   bool        // buf ends with the segment's seal: close it after
 	// Set when a writer takes it: where to write, and the allotment.
 	off, alloc int64
 }
@@ -78,15 +91,15 @@ type Log struct {
 	mu   sync.Mutex // guards the fields below
 	cond sync.Cond  // broadcast when a write ends, or the log fails or closes
 
-	cur      *segment   // the segment appended to
-	buf      []byte     // cur's frames not yet written
-	frames   [][2]int   // records frames in buf; the last one's end is -1 while open
-	retiring []pending  // segments switched away from, with their last frames
-	prepared *segment   // the next segment, created ahead by Prepare
-	nextGen  uint64     // the generation Prepare creates
-	segs     []*segment // the segments since the newest checkpoint, cur last
-	ckptGen  uint64     // generation of the newest checkpoint; 0 if none
-	keep     []uint64   // the older checkpoints it depends on
+	cur      *segment    // the segment appended to
+	buf      []byte      // cur's frames not yet written
+	frames   []frameSpan // the frames in buf; the last one's end is -1 while open
+	retiring []pending   // segments switched away from, with their last frames
+	prepared *segment    // the next segment, created ahead by Prepare
+	nextGen  uint64      // the generation Prepare creates
+	segs     []*segment  // the segments since the newest checkpoint, cur last
+	ckptGen  uint64      // generation of the newest checkpoint; 0 if none
+	keep     []uint64    // the older checkpoints it depends on
 
 	appended  LSN    // the last record appended
 	written   LSN    // ... written to the operating system
@@ -101,7 +114,7 @@ type Log struct {
 	closed    bool        // Close or Abandon was called
 	timer     *time.Timer // the pending interval sync; nil if none
 	spare     []byte      // the buffer of the last write, for reuse
-	spareFr   [][2]int    // ... and its frames
+	spareFr   []frameSpan // ... and its frames
 	work      []pending   // the last write's work, for reuse
 	stats     Stats
 }
@@ -131,11 +144,11 @@ func (l *Log) Append(rec []byte) LSN {
 	need := len(rec) + binary.MaxVarintLen32
 	l.mu.Lock()
 	n := len(l.frames)
-	if n == 0 || l.frames[n-1][1] >= 0 || len(l.buf)-l.frames[n-1][0]-frameHeaderSize+need > batchBytes {
+	if n == 0 || l.frames[n-1].end >= 0 || len(l.buf)-l.frames[n-1].start-frameHeaderSize+need > batchBytes {
 		l.closeFrameLocked()
 		var start int
-		l.buf, start = beginFrame(l.buf)
-		l.frames = append(l.frames, [2]int{start, -1})
+		l.buf, start = reserveFrame(l.buf)
+		l.frames = append(l.frames, frameSpan{start: start, end: -1, kind: kindRecords, seq: l.appended})
 	}
 	l.buf = binary.AppendUvarint(l.buf, uint64(len(rec)))
 	l.buf = append(l.buf, rec...)
@@ -147,8 +160,8 @@ func (l *Log) Append(rec []byte) LSN {
 
 // closeFrameLocked ends the open records frame of buf, if any.
 func (l *Log) closeFrameLocked() {
-	if n := len(l.frames); n > 0 && l.frames[n-1][1] < 0 {
-		l.frames[n-1][1] = len(l.buf)
+	if n := len(l.frames); n > 0 && l.frames[n-1].end < 0 {
+		l.frames[n-1].end = len(l.buf)
 	}
 }
 
@@ -351,8 +364,11 @@ func (l *Log) writeLocked(sync bool) {
 // long the sync took (-1 if none), or what failed. Only the writer calls
 // it.
 func (l *Log) writePending(p *pending, syncIt bool) (time.Duration, string, error) {
+	// The headers, in order: each frame's carries the checksum of the
+	// one before it.
+	seg := p.seg
 	for _, fr := range p.frames {
-		endFrameLen(p.buf, fr[0], fr[1]-fr[0]-frameHeaderSize, kindRecords)
+		seg.chain = finishFrame(p.buf[fr.start:], fr.end-fr.start-frameHeaderSize, fr.kind, seg.keySum, seg.chain, fr.seq)
 	}
 	grew := false
 	if need := p.off + int64(len(p.buf)); need > p.alloc {
@@ -486,18 +502,28 @@ func (l *Log) Prepare() error {
 	return nil
 }
 
-// createSegment creates the empty segment gen, allotted and durable.
+// createSegment creates the empty segment gen, with its header and
+// allotted, durable: a segment's header, which holds its key, is on disk
+// before anything is appended to it, so that recovery can always tell the
+// segment's own frames from anything else.
 func (l *Log) createSegment(gen uint64) (*segment, error) {
 	name := SegmentName(l.dir, gen)
 	f, err := l.fs.Create(name)
 	if err != nil {
 		return nil, err
 	}
+	key := newKey()
+	hdr, chain := appendHeaderFrame(nil, segmentMagic, fileHeader{key: key, gen: gen})
+	_, err = f.WriteAt(hdr, 0)
 	// Written back in steps, as a checkpoint is (CheckpointWriter.Write),
 	// so that the log's syncs meanwhile do not wait for a megabyte.
 	pw := &pacedWriter{f: f}
-	for off := int64(0); off < l.allot && err == nil; off += writeBackBytes {
-		err = pw.write(zeros[:min(writeBackBytes, l.allot-off)], off)
+	size := int64(len(hdr))
+	alloc := max(l.allot, size)
+	for off := size; off < alloc && err == nil; {
+		n := min(writeBackBytes, alloc-off)
+		err = pw.write(zeros[:n], off)
+		off += n
 	}
 	if err == nil {
 		err = f.Sync()
@@ -510,7 +536,7 @@ func (l *Log) createSegment(gen uint64) (*segment, error) {
 		l.fs.Remove(name)
 		return nil, err
 	}
-	return &segment{gen: gen, name: name, f: f, alloc: l.allot}, nil
+	return &segment{gen: gen, name: name, f: f, size: size, alloc: alloc, keySum: key.sum(), chain: chain}, nil
 }
 
 // Rotate switches the log to the prepared segment: records appended from
@@ -529,11 +555,15 @@ func (l *Log) Rotate() (gen uint64, base LSN, err error) {
 		return 0, 0, errors.New("wal: Rotate without a prepared segment")
 	}
 	l.closeFrameLocked()
-	old := pending{seg: l.cur, buf: appendFrame(l.buf, kindSeal, sealPayload(l.appended)), frames: l.frames, upto: l.appended, seal: true}
+	buf, start := reserveFrame(l.buf)
+	buf = append(buf, sealPayload(l.appended)...)
+	frames := append(l.frames, frameSpan{start: start, end: len(buf), kind: kindSeal, seq: l.appended})
+	old := pending{seg: l.cur, buf: buf, frames: frames, upto: l.appended, seal: true}
 	l.retiring = append(l.retiring, old)
 	l.cur, l.prepared = l.prepared, nil
-	l.buf = appendFrame(l.spare[:0:0], kindHeader, headerPayload(segmentMagic, l.cur.gen, l.appended))
-	l.frames = nil
+	// A buffer of its own: old's is in retiring, and spare's will be
+	// the next write's.
+	l.buf, l.frames = nil, nil
 	l.segs = append(l.segs, l.cur)
 	// A signal still pending was about the segment switched away from.
 	select {

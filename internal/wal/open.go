@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -79,11 +78,14 @@ func Open(dir string, o Options, r Replay) (*Log, Recovery, error) {
 
 // scanned is what scanSegment found in a segment.
 type scanned struct {
-	end       int  // the end of the last valid frame
-	activated bool // it starts with its header
-	sealed    bool // it ends with its seal
-	torn      bool // bytes other than zeros follow end: a torn tail
-	bytes     int64
+	end     int    // the end of the last valid frame
+	created bool   // it has a valid header (one whose creation a crash cut short has none)
+	sealed  bool   // it ends with its seal, or is of format 1 (nothing is appended to it)
+	torn    bool   // bytes other than zeros follow end: a torn tail
+	tornWhy string // why the frame at end is not valid, if torn
+	bytes   int64
+	// For appending after end: the key's sum and the chain.
+	keySum, chain uint32
 }
 
 func (l *Log) recover(r Replay) (Recovery, error) {
@@ -117,7 +119,14 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 	}
 	first := ckptGen
 	if first == 0 && len(segs) > 0 {
-		first = segs[0]
+		// A log starts at wal-1, and the segments before a checkpoint's
+		// are removed only once it is durable: a log that starts later
+		// has lost the checkpoint that holds the state before it.
+		if segs[0] != 1 {
+			return rec, &CorruptError{File: CheckpointName(dir, segs[0]), Offset: -1,
+				Reason: fmt.Sprintf("missing: the log starts at %s, so the checkpoint that holds the state before it is needed", filepath.Base(SegmentName(dir, segs[0])))}
+		}
+		first = 1
 	}
 	i, _ := slices.BinarySearch(segs, first)
 	replay := segs[i:]
@@ -139,15 +148,15 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		if err != nil {
 			return rec, err
 		}
-		g, _, deps, _, err := checkpointHeader(name, data)
+		h, _, err := checkpointHeader(name, data)
 		if err != nil {
 			return rec, err
 		}
-		if g != ckptGen {
-			return rec, errGeneration(name, g)
+		if h.gen != ckptGen {
+			return rec, errGeneration(name, h.gen)
 		}
 		// The checkpoints it depends on first, oldest first.
-		for _, g := range deps {
+		for _, g := range h.deps {
 			depName := CheckpointName(dir, g)
 			depData, err := fs.ReadFile(depName)
 			if errors.Is(err, iofs.ErrNotExist) {
@@ -176,15 +185,15 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		}
 		running = base
 		rec.Checkpoint, rec.Gen, rec.Base = name, ckptGen, base
-		l.keep = deps
+		l.keep = h.deps
 	}
 
-	// Replay the segments in order. Every one but the last that holds
-	// anything must be sealed; the last may have a torn tail.
+	// Replay the segments in order, up to the first that is not sealed:
+	// the log ends in it (at endIdx; len(replay) if every one is sealed).
+	endIdx := len(replay)
 	var (
-		last     scanned
-		lastData []byte
-		lastIdx  = -1
+		end     scanned
+		endData []byte
 	)
 	for j, g := range replay {
 		name := SegmentName(dir, g)
@@ -192,52 +201,59 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		if err != nil {
 			return rec, err
 		}
-		s, err := scanSegment(name, g, data, &running, j == 0 && ckptGen == 0, r.Record)
+		s, err := scanSegment(name, g, data, &running, r.Record)
 		if err != nil {
 			return rec, err
 		}
-		if j == 0 && ckptGen > 0 && !s.activated {
-			return rec, &CorruptError{File: name, Offset: 0, Reason: fmt.Sprintf("no header, though %s says the log goes on here", filepath.Base(CheckpointName(dir, ckptGen)))}
-		}
-		if j == 0 && ckptGen == 0 && g > 1 && !s.activated {
-			return rec, &CorruptError{File: CheckpointName(dir, g), Offset: -1, Reason: fmt.Sprintf("missing: the log starts at %s, whose header is unreadable, so the state before it cannot be known", filepath.Base(name))}
+		if j == 0 && ckptGen > 0 && !s.created {
+			// It was created, header and all, and synced, before the
+			// log switched to it, and the checkpoint was committed after.
+			return rec, &CorruptError{File: name, Offset: 0, Reason: fmt.Sprintf("no valid header, though %s says the log goes on here", filepath.Base(CheckpointName(dir, ckptGen)))}
 		}
 		rec.Bytes += s.bytes
-		l.segs = append(l.segs, &segment{gen: g, name: name, size: int64(s.end)})
-		last, lastData, lastIdx = s, data, j
-		if s.sealed {
-			continue
+		if s.created {
+			l.segs = append(l.segs, &segment{gen: g, name: name, size: int64(s.end), keySum: s.keySum, chain: s.chain})
 		}
-		// The end of the log: every later segment must be empty.
-		for _, g2 := range replay[j+1:] {
-			name2 := SegmentName(dir, g2)
-			data2, err := fs.ReadFile(name2)
-			if err != nil {
-				return rec, err
-			}
-			if !allZero(data2) {
-				reason := "the segment ends without its seal"
-				if s.torn {
-					_, _, bad := frameAt(data, s.end)
-					reason = bad
-				}
-				return rec, &CorruptError{File: name, Offset: int64(s.end),
-					Reason: fmt.Sprintf("%s, but %s after it holds data", reason, filepath.Base(name2))}
-			}
+		if !s.sealed {
+			endIdx, end, endData = j, s, data
+			break
 		}
-		break
+	}
+	// Every segment after the end must hold nothing after its header.
+	var after []uint64
+	if endIdx < len(replay) {
+		after = replay[endIdx+1:]
+	}
+	for _, g2 := range after {
+		name2 := SegmentName(dir, g2)
+		data2, err := fs.ReadFile(name2)
+		if err != nil {
+			return rec, err
+		}
+		if empty, _ := emptySegment(data2, g2); !empty {
+			name := SegmentName(dir, replay[endIdx])
+			reason := "the segment ends without its seal"
+			switch {
+			case !end.created:
+				reason = "the segment has no valid header"
+			case end.torn:
+				reason = end.tornWhy
+			}
+			return rec, &CorruptError{File: name, Offset: int64(end.end),
+				Reason: fmt.Sprintf("%s, but %s after it holds data", reason, filepath.Base(name2))}
+		}
 	}
 	rec.Last = running
 	l.appended, l.written, l.synced = running, running, running
 	l.ckptGen = ckptGen
 
-	// Where to append: after the last record of an unsealed segment, or
-	// in a new segment after a sealed one.
-	if lastIdx >= 0 && !last.sealed {
-		g := replay[lastIdx]
-		name := SegmentName(dir, g)
-		if last.torn {
-			if err := l.moveAside(name, lastData, last.end, &rec); err != nil {
+	// Where to append: after the last record of the segment the log ends
+	// in; or in a new segment, after the last, sealed, one, or in place
+	// of the one the log ends in if a crash cut its creation short.
+	if endIdx < len(replay) && end.created {
+		name := SegmentName(dir, replay[endIdx])
+		if end.torn {
+			if err := l.moveAside(name, endData, end.end, &rec); err != nil {
 				return rec, err
 			}
 		}
@@ -246,36 +262,15 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 			return rec, err
 		}
 		seg := l.segs[len(l.segs)-1]
-		seg.f, seg.alloc = f, int64(len(lastData))
+		seg.f, seg.alloc = f, int64(len(endData))
 		l.cur = seg
-		if !last.activated {
-			l.buf = appendFrame(nil, kindHeader, headerPayload(segmentMagic, g, running))
-		}
-		// An empty segment after it was prepared ahead: keep it for the
-		// next rotation, and remove any beyond it.
-		for k, g2 := range replay[lastIdx+1:] {
-			name2 := SegmentName(dir, g2)
-			if k == 0 {
-				f2, err := fs.OpenRW(name2)
-				if err != nil {
-					return rec, err
-				}
-				size, err := f2.Size()
-				if err != nil {
-					f2.Close()
-					return rec, err
-				}
-				l.prepared = &segment{gen: g2, name: name2, f: f2, alloc: size}
-				continue
-			}
-			if err := fs.Remove(name2); err != nil {
-				return rec, err
-			}
-		}
 	} else {
 		g := uint64(1)
-		if lastIdx >= 0 {
-			g = replay[lastIdx] + 1
+		switch {
+		case endIdx < len(replay):
+			g = replay[endIdx]
+		case len(replay) > 0:
+			g = replay[len(replay)-1] + 1
 		}
 		seg, err := l.createSegment(g)
 		if err != nil {
@@ -283,7 +278,29 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 		}
 		l.cur = seg
 		l.segs = append(l.segs, seg)
-		l.buf = appendFrame(nil, kindHeader, headerPayload(segmentMagic, g, running))
+	}
+	// Of the segments after it, which hold nothing: the first, if its
+	// header is valid, is the one prepared for the next rotation; the
+	// others go.
+	for k, g2 := range after {
+		name2 := SegmentName(dir, g2)
+		if k == 0 {
+			data2, err := fs.ReadFile(name2)
+			if err != nil {
+				return rec, err
+			}
+			if _, hr := emptySegment(data2, g2); hr != nil {
+				f2, err := fs.OpenRW(name2)
+				if err != nil {
+					return rec, err
+				}
+				l.prepared = &segment{gen: g2, name: name2, f: f2, alloc: int64(len(data2)), size: int64(hr.off), keySum: hr.keySum, chain: hr.chain}
+				continue
+			}
+		}
+		if err := fs.Remove(name2); err != nil {
+			return rec, err
+		}
 	}
 	l.nextGen = l.cur.gen + 1
 	if l.prepared != nil {
@@ -299,83 +316,120 @@ func (l *Log) recover(r Replay) (Recovery, error) {
 // scanSegment replays the segment data, the contents of the file name of
 // generation gen, whose first record follows record *running; it leaves
 // *running at its last record. It stops at the first frame that is not
-// valid: the end of the segment if only zeros follow; a torn tail if no
-// valid frame follows; damage otherwise. noCheckpoint says the segment is
-// the log's first and no checkpoint precedes it.
-func scanSegment(name string, gen uint64, data []byte, running *LSN, noCheckpoint bool, fn func(LSN, []byte) error) (scanned, error) {
+// the next valid frame: the end of the segment if only zeros follow; a
+// torn tail if no frame of this segment's writer follows; damage
+// otherwise. A segment with no valid header is one whose creation a
+// crash cut short if nothing but zeros follows where its header would
+// end, and damage otherwise.
+func scanSegment(name string, gen uint64, data []byte, running *LSN, fn func(LSN, []byte) error) (scanned, error) {
 	var s scanned
-	off := 0
-	corrupt := func(reason string) error { return &CorruptError{File: name, Offset: int64(off), Reason: reason} }
-	state := 0 // 0: want the header, 1: records, 2: sealed
-	for off < len(data) {
-		kind, p, bad := frameAt(data, off)
+	corrupt := func(off int, reason string) error {
+		return &CorruptError{File: name, Offset: int64(off), Reason: reason}
+	}
+	if allZero(data) {
+		return s, nil // created, and the crash came before its header was written
+	}
+	h, r, bad, err := readHeader(data, segmentMagic)
+	switch {
+	case err != nil:
+		return s, corrupt(0, err.Error())
+	case bad != "" && isLegacyFrame(data):
+		return s, errLegacy(name)
+	case bad != "" && lastNonZero(data) <= maxSegmentHeaderFrame:
+		return s, nil // its creation cut short
+	case bad != "":
+		return s, corrupt(0, fmt.Sprintf("%s in the header, and data follows it", bad))
+	case h.gen != gen:
+		return s, errGeneration(name, h.gen)
+	case h.format == 1:
+		if len(h.deps) > 0 {
+			return s, corrupt(0, "a segment's header names checkpoints")
+		}
+		if h.base != *running {
+			return s, corrupt(0, fmt.Sprintf("the segment starts after record %d, but the log before it ends at record %d", h.base, *running))
+		}
+		return scanSegment1(name, data, r.off, h)
+	}
+	s.created = true
+	r.seq = *running
+	first, sealed := r.off, false
+	for r.off < len(data) {
+		off := r.off
+		var (
+			kind byte
+			p    []byte
+		)
+		kind, p, bad, err = r.next()
+		if err != nil {
+			if off == first {
+				err = fmt.Errorf("the segment starts after record %d, but the log before it ends at record %d", r.h.seq, *running)
+			}
+			return s, corrupt(off, err.Error())
+		}
 		if bad != "" {
 			break
 		}
 		switch {
-		case state == 0 && kind != kindHeader:
-			return s, corrupt("the segment does not start with its header")
-		case state == 0:
-			g, base, deps, err := parseHeader(p, segmentMagic)
-			if err == nil && len(deps) > 0 {
-				err = errors.New("a segment's header names checkpoints")
-			}
-			if err != nil {
-				return s, corrupt(err.Error())
-			}
-			if g != gen {
-				return s, errGeneration(name, g)
-			}
-			if base != *running {
-				if noCheckpoint {
-					dir := filepath.Dir(name)
-					return s, &CorruptError{File: CheckpointName(dir, gen), Offset: -1,
-						Reason: fmt.Sprintf("missing: %s starts after record %d, so the checkpoint that holds the state before it is needed", filepath.Base(name), base)}
-				}
-				return s, corrupt(fmt.Sprintf("the segment starts after record %d, but the log before it ends at record %d", base, *running))
-			}
-			state = 1
-		case state == 2:
-			return s, corrupt("a frame after the seal")
+		case sealed:
+			return s, corrupt(off, "a frame after the seal")
 		case kind == kindRecords:
 			err := forRecords(p, func(rec []byte) error {
 				*running++
 				return fn(*running, rec)
 			})
 			if err != nil {
-				return s, corrupt(err.Error())
+				return s, corrupt(off, err.Error())
 			}
+			r.seq = *running
 			s.bytes += int64(len(p))
 		case kind == kindSeal:
 			v, err := parseSeal(p)
 			if err != nil {
-				return s, corrupt(err.Error())
+				return s, corrupt(off, err.Error())
 			}
 			if v != *running {
-				return s, corrupt(fmt.Sprintf("the seal names record %d as the last, the segment ends at record %d", v, *running))
+				return s, corrupt(off, fmt.Sprintf("the seal names record %d as the last, the segment ends at record %d", v, *running))
 			}
-			state = 2
+			sealed = true
 		default:
-			return s, corrupt(fmt.Sprintf("a frame of kind %d out of place", kind))
+			return s, corrupt(off, fmt.Sprintf("a frame of kind %d out of place", kind))
 		}
-		off += frameHeaderSize + len(p)
 	}
-	s.end, s.activated, s.sealed = off, state >= 1, state == 2
-	if off == len(data) || allZero(data[off:]) {
+	s.end, s.sealed, s.keySum, s.chain = r.off, sealed, r.keySum, r.chain
+	if r.off == len(data) || allZero(data[r.off:]) {
 		return s, nil
 	}
-	if off == 0 && isLegacyFrame(data) {
-		return s, errLegacy(name)
+	if v := r.followerFrom(r.followerSearchStart()); v >= 0 {
+		return s, corrupt(r.off, fmt.Sprintf("%s, and a frame of this segment follows at offset %d", bad, v))
 	}
-	_, _, bad := frameAt(data, off)
-	if v := validFrameFrom(data, off+frameHeaderSize); v >= 0 {
-		return s, corrupt(fmt.Sprintf("%s, and a valid frame follows at offset %d", bad, v))
+	if sealed {
+		return s, corrupt(r.off, "bytes after the seal")
 	}
-	if state == 2 {
-		return s, corrupt("bytes after the seal")
-	}
-	s.torn = true
+	s.torn, s.tornWhy = true, bad
 	return s, nil
+}
+
+// emptySegment reports whether the segment data, of generation gen, which
+// comes after the end of the log, holds nothing: no frame after its
+// header, or, with no valid header, nothing but zeros after where one
+// would end. If it has a valid header of this format, it returns a reader
+// after it, for appending.
+func emptySegment(data []byte, gen uint64) (bool, *frameReader) {
+	if allZero(data) {
+		return true, nil
+	}
+	h, r, bad, err := readHeader(data, segmentMagic)
+	switch {
+	case err != nil:
+		return false, nil
+	case bad != "":
+		return lastNonZero(data) <= maxSegmentHeaderFrame, nil
+	case !allZero(data[r.off:]):
+		return false, nil
+	case h.format != format || h.gen != gen:
+		return true, nil
+	}
+	return true, &r
 }
 
 // moveAside copies the torn tail of the segment name, data[end:] up to its
@@ -419,24 +473,4 @@ func (l *Log) moveAside(name string, data []byte, end int, rec *Recovery) error 
 	}
 	rec.TornFile, rec.TornBytes = aside, int64(len(tail))
 	return nil
-}
-
-// errLegacy reports a file of the format azq wrote before this package's
-// first: records framed one by one, and snapshots named snap-N.
-func errLegacy(name string) error {
-	return &CorruptError{File: name, Offset: 0, Reason: "written by an earlier version of azq, whose format this one does not read"}
-}
-
-// isLegacyFrame reports whether data starts with a frame of that format:
-// a payload length below 16 MiB and a CRC-32C of the length and the
-// payload, with no frame kind.
-func isLegacyFrame(data []byte) bool {
-	if len(data) < frameHeaderSize {
-		return false
-	}
-	n := int(binary.LittleEndian.Uint32(data))
-	if n == 0 || n > MaxPayload || frameHeaderSize+n > len(data) {
-		return false
-	}
-	return frameCRC(data, n) == binary.LittleEndian.Uint32(data[4:])
 }

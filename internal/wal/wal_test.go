@@ -289,7 +289,7 @@ func crashSweep(t *testing.T, mutate func(*vfs.MemFS)) []string {
 		crashWorkload(fs, func(r string) { mu.Lock(); acked = append(acked, r); mu.Unlock() })
 		mem.Crash()
 		var got replayed
-		_, rec, err := Open(dir, Options{FS: mem.CrashImage()}, got.replay())
+		_, rec, err := Open(dir, Options{FS: mem.CrashImage(), AllotBytes: 4096}, got.replay())
 		if err != nil {
 			loss = append(loss, fmt.Sprintf("crash at operation %d of %d: reopening: %v", at, count.Load(), err))
 			continue

@@ -18,12 +18,18 @@
 # volume starts as a copy of the image's /data, which is that user's
 # already. Azurite's files in a volume are left as they are.
 #
-# This file is the recipe for people and container engines; cmd/azqd/image
-# builds the same image in Go, without a container engine, and is the one
-# CI builds and runs (.ci/run). Its test TestDockerfileAgrees checks that
-# the two say the same; cmd/azqd's TestDockerfileBuildSteps runs this
-# file's go build and ln steps as written.
-#
+# This file is the one recipe: container engines build it, and so does
+# cmd/azqd/image, without one, which is the build CI runs and tests
+# (.ci/run). That builder reads this file with docker build's parser and
+# carries it out: it copies the build context (.dockerignore honoured)
+# into a directory standing for the build stage's filesystem, runs each
+# instruction of the build stage in order, each RUN under /bin/sh -c with
+# its own Go toolchain in place of golang's image, rewriting the stage's
+# own absolute paths (WORKDIR /src, the output /out) to that directory
+# and refusing any other; then makes each COPY --from of the final stage
+# a layer and its other instructions the configuration. An instruction
+# it cannot carry out as an engine would stops it with an error.
+
 # Size, measured by cmd/azqd/image's TestImageSize on the image it builds
 # (Go 1.26, linux/amd64): 10.7 MB unpacked, nearly all of it the binary,
 # and 4.9 MB compressed, which is what a registry stores and a pull
@@ -31,20 +37,25 @@
 
 FROM golang:1.23-alpine AS build
 WORKDIR /src
-# Modules first, so that a source change does not download them again.
-# azqd is a module of its own (cmd/azqd) that requires the root module's
-# release and has no replace directive, as go install …@version needs; in
-# the clone, go.work gives it the clone's root module instead. Here
-# GOWORK=off and a copy of its go.mod that replaces the root module with
-# the clone's build it from those two modules alone, as before.
-ENV GOWORK=off GOFLAGS=-modfile=/tmp/azqd/go.mod
+# azqd is built as its own module resolves its dependencies, the versions
+# its go.mod gives, as go install github.com/azqlib/azq/cmd/azqd@version
+# builds it, and not as go.work unifies them with the other modules'
+# (GOWORK=off). Its go.mod requires the root module's release and
+# replaces nothing, as go install needs; clone.mod, a copy of it that
+# replaces the root module with this clone's (../..), is the go.mod the
+# build reads (-modfile), with clone.sum, a copy of go.sum, beside it;
+# .dockerignore leaves any clone.mod of the context out, so that COPY . .
+# keeps this one.
+ENV GOWORK=off
+# Modules first, from the go.mod and go.sum files alone, so that a source
+# change does not download them again.
 COPY go.mod go.sum ./
 COPY cmd/azqd/go.mod cmd/azqd/go.sum ./cmd/azqd/
-RUN mkdir /tmp/azqd && cp cmd/azqd/go.mod cmd/azqd/go.sum /tmp/azqd/ && \
-    printf '\nreplace github.com/azqlib/azq => /src\n' >> /tmp/azqd/go.mod && \
-    cd cmd/azqd && go mod download
+RUN cd cmd/azqd && cp go.mod clone.mod && cp go.sum clone.sum && \
+    go mod edit -replace=github.com/azqlib/azq=../.. clone.mod && \
+    go mod download -modfile=clone.mod
 COPY . .
-RUN cd cmd/azqd && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/usr/local/bin/azqd .
+RUN cd cmd/azqd && CGO_ENABLED=0 go build -modfile=clone.mod -trimpath -ldflags="-s -w" -o /out/usr/local/bin/azqd .
 # Azurite's command names, for compose files and test containers written
 # for Azurite's image; both start azqd, which serves queues only.
 RUN ln -s azqd /out/usr/local/bin/azurite-queue && ln -s azqd /out/usr/local/bin/azurite

@@ -24,59 +24,62 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// The Dockerfile's two COPY instructions of the final stage, each a layer.
-const (
-	copyBinaries = "COPY --from=build /out/usr/ /usr/"
-	copyData     = "COPY --from=build --chown=65532:65532 /out/data /data"
-)
-
-// buildImage runs r's build steps in the repository at repo, as the
-// Dockerfile's build stage does, and returns the image of its final
-// stage: a layer of the binaries (copyBinaries), a layer of the empty
-// data directory (copyData), and r's configuration, for linux on the
-// architecture Go builds for (GOARCH, by default this machine's). Every
-// time in it is created, so that the same source and toolchain give the
-// same image, byte for byte.
-func buildImage(ctx context.Context, r recipe, repo string, created time.Time) (v1.Image, error) {
-	out, err := os.MkdirTemp("", "azqd-image-")
+// buildImage builds the image of the Dockerfile at the repository's root
+// repo, as a container engine would with repo as the build context: it
+// carries out the build stage here (runBuildStage) and makes a layer of
+// each COPY --from of the final stage, with the final stage's
+// configuration, for linux on the architecture Go builds for (GOARCH, by
+// default this machine's). Every time in it is created, so that the same
+// source and toolchain give the same image, byte for byte.
+func buildImage(ctx context.Context, repo string, created time.Time) (v1.Image, error) {
+	f, err := os.Open(filepath.Join(repo, "Dockerfile"))
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(out)
+	d, err := readDockerfile(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("Dockerfile: %v", err)
+	}
+	final, err := d.finalStage()
+	if err != nil {
+		return nil, fmt.Errorf("Dockerfile: %v", err)
+	}
+	bc, err := openContext(repo)
+	if err != nil {
+		return nil, err
+	}
 	goarch := os.Getenv("GOARCH")
 	if goarch == "" {
 		goarch = runtime.GOARCH
 	}
-	for _, step := range []string{r.build, r.links} {
-		sh := exec.CommandContext(ctx, "/bin/sh", "-c", strings.ReplaceAll(step, r.out, out+"/"))
-		sh.Dir = repo
-		sh.Env = append(append(os.Environ(), r.buildEnv...), "GOOS=linux", "GOARCH="+goarch)
-		if b, err := sh.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("RUN %s: %v\n%s", step, err, b)
-		}
+	// A container's processes create files with umask 022, whatever
+	// this process's is.
+	defer setUmask(setUmask(0o022))
+	stage, err := runBuildStage(ctx, d, bc, final.sources(), baseEnv(goarch))
+	if stage != nil {
+		defer os.RemoveAll(stage.root)
 	}
-
-	binaries, err := treeLayer(out, "usr", created)
 	if err != nil {
-		return nil, err
-	}
-	uid, gid, err := owner(r.dataOwner)
-	if err != nil {
-		return nil, err
-	}
-	data, err := layer(created, []entry{{hdr: &tar.Header{Typeflag: tar.TypeDir, Name: r.dataDir, Mode: 0o755, Uid: uid, Gid: gid}}})
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("Dockerfile: %v", err)
 	}
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: binaries, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: copyBinaries}},
-		mutate.Addendum{Layer: data, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: copyData}},
-	)
-	if err != nil {
-		return nil, err
+	files := map[string]string{} // the image's files: path in the image (no leading /) to path here
+	for _, c := range final.copies {
+		src, err := stage.host(c.src)
+		if err != nil {
+			return nil, fmt.Errorf("Dockerfile: %s: %v", c.createdBy, err)
+		}
+		l, err := copyLayer(src, c, created, files)
+		if err != nil {
+			return nil, fmt.Errorf("Dockerfile: %s: %v", c.createdBy, err)
+		}
+		img, err = mutate.Append(img, mutate.Addendum{Layer: l, History: v1.History{Created: v1.Time{Time: created}, CreatedBy: c.createdBy}})
+		if err != nil {
+			return nil, err
+		}
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -84,32 +87,35 @@ func buildImage(ctx context.Context, r recipe, repo string, created time.Time) (
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Created = "linux", goarch, v1.Time{Time: created}
-	cf.Config = r.config()
-	if v := releaseVersion(ctx, filepath.Join(out, r.binDir, "azqd"), goarch); v != "" {
-		cf.Config.Labels["org.opencontainers.image.version"] = v
+	cf.Config = final.config
+	if bin := program(final.config, files); bin != "" {
+		if v := releaseVersion(ctx, bin, goarch); v != "" {
+			cf.Config.Labels["org.opencontainers.image.version"] = v
+		}
 	}
 	return mutate.ConfigFile(img, cf)
 }
 
-// config is the image configuration r describes.
-func (r recipe) config() v1.Config {
-	hc := r.healthcheck
-	hc.Test = append([]string(nil), hc.Test...)
-	c := v1.Config{
-		User:         r.user,
-		Env:          append([]string(nil), r.env...),
-		Cmd:          append([]string(nil), r.cmd...),
-		ExposedPorts: map[string]struct{}{},
-		Labels:       map[string]string{},
-		Healthcheck:  &hc,
+// program is the path here of the program the image's CMD starts, found
+// on the image's PATH among files, or "".
+func program(c v1.Config, files map[string]string) string {
+	if len(c.Cmd) == 0 {
+		return ""
 	}
-	for _, p := range r.exposedPorts {
-		c.ExposedPorts[p+"/tcp"] = struct{}{}
+	name := c.Cmd[0]
+	if strings.Contains(name, "/") {
+		return files[strings.TrimPrefix(path.Clean(name), "/")]
 	}
-	for k, v := range r.labels {
-		c.Labels[k] = v
+	for _, kv := range c.Env {
+		if dirs, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range strings.Split(dirs, ":") {
+				if p, ok := files[strings.TrimPrefix(path.Join(dir, name), "/")]; ok {
+					return p
+				}
+			}
+		}
 	}
-	return c
+	return ""
 }
 
 // releaseVersion is the release azqd reports with -version ("azqd v1.2.3
@@ -142,16 +148,27 @@ func owner(s string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// treeLayer is a layer of the tree under root/dir, as COPY --from makes
-// it: root owns everything, modes and symbolic links are kept, and the
-// entries come in lexical order.
-func treeLayer(root, dir string, created time.Time) (v1.Layer, error) {
+// copyLayer is the layer of c, whose source is src here, as COPY --from
+// makes it: a directory's contents at the destination directory, which
+// gets the source directory's mode; a file at the destination, or in it
+// when the destination ends in a slash. Modes and symbolic links are
+// kept, every entry belongs to c's owner, and a directory's entries come
+// in lexical order. It adds each entry's path here to files.
+func copyLayer(src string, c layerCopy, created time.Time, files map[string]string) (v1.Layer, error) {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return nil, err
+	}
+	dest := strings.TrimPrefix(path.Clean(c.dest), "/")
+	if !fi.IsDir() && strings.HasSuffix(c.dest, "/") {
+		dest = path.Join(dest, filepath.Base(src))
+	}
 	var entries []entry
-	err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(root, p)
+		rel, err := filepath.Rel(src, p)
 		if err != nil {
 			return err
 		}
@@ -159,7 +176,8 @@ func treeLayer(root, dir string, created time.Time) (v1.Layer, error) {
 		if err != nil {
 			return err
 		}
-		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: int64(fi.Mode().Perm())}
+		name := path.Join(dest, filepath.ToSlash(rel))
+		h := &tar.Header{Name: name, Mode: int64(fi.Mode().Perm()), Uid: c.uid, Gid: c.gid}
 		var body []byte
 		switch {
 		case d.IsDir():
@@ -178,6 +196,7 @@ func treeLayer(root, dir string, created time.Time) (v1.Layer, error) {
 		default:
 			return fmt.Errorf("%s: not a file, directory or symbolic link", p)
 		}
+		files[name] = p
 		entries = append(entries, entry{h, body})
 		return nil
 	})

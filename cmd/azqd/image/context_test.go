@@ -7,40 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/moby/patternmatcher"
-	"github.com/moby/patternmatcher/ignorefile"
 )
-
-// dockerignore reads the repository's .dockerignore with the parser and
-// matcher docker build uses.
-func dockerignore(t *testing.T) *patternmatcher.PatternMatcher {
-	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot(t), ".dockerignore"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	patterns, err := ignorefile.ReadAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := patternmatcher.New(patterns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pm
-}
 
 // sent reports whether docker build would send path (slash-separated,
 // relative to the context's root) in the build context.
-func sent(t *testing.T, pm *patternmatcher.PatternMatcher, path string) bool {
+func sent(t *testing.T, bc *buildContext, path string) bool {
 	t.Helper()
-	excluded, err := pm.MatchesOrParentMatches(path)
+	ok, err := bc.sent(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return !excluded
+	return ok
 }
 
 // TestDockerignore checks the build context docker build would send from
@@ -49,11 +26,17 @@ func sent(t *testing.T, pm *patternmatcher.PatternMatcher, path string) bool {
 // node_modules; and every file the Dockerfile's go build reads: the
 // go.mod and go.sum files it copies, and each Go and embedded file of
 // every package azqd is built from, as go list reports them for the
-// build the Dockerfile runs.
+// build the Dockerfile runs: outside the workspace, with azqd's go.mod
+// and the clone's root module in place of the released one.
 func TestDockerignore(t *testing.T) {
-	pm := dockerignore(t)
+	root := repoRoot(t)
+	pm, err := openContext(root)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{
 		".git", ".git/HEAD",
+		"cmd/azqd/clone.mod", "cmd/azqd/clone.sum",
 		"azqsim-out", "azqsim-out/report.html",
 		"server/testdata/jssdk/node_modules", "server/testdata/jssdk/node_modules/@azure/storage-queue/package.json",
 		"azqd", "azqsim", "cmd/azqd/azqd", "cmd/azqsim/azqsim", "cmd/azqload/azqload",
@@ -66,9 +49,22 @@ func TestDockerignore(t *testing.T) {
 	}
 
 	needed := []string{"go.mod", "go.sum", "cmd/azqd/go.mod", "cmd/azqd/go.sum", "Dockerfile"}
-	root := repoRoot(t)
-	list := exec.Command("go", "list", "-deps", "-f", `{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}`, ".")
-	list.Dir = filepath.Join(root, "cmd", "azqd")
+	azqd := filepath.Join(root, "cmd", "azqd")
+	modfile := filepath.Join(t.TempDir(), "clone.mod")
+	for _, f := range [][2]string{{"go.mod", "clone.mod"}, {"go.sum", "clone.sum"}} {
+		b, err := os.ReadFile(filepath.Join(azqd, f[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(modfile), f[1]), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("go", "mod", "edit", "-replace=github.com/azqlib/azq=../..", modfile).CombinedOutput(); err != nil {
+		t.Fatalf("go mod edit: %v\n%s", err, out)
+	}
+	list := exec.Command("go", "list", "-modfile="+modfile, "-deps", "-f", `{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}`, ".")
+	list.Dir = azqd
 	list.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOOS=linux")
 	out, err := list.Output()
 	if err != nil {

@@ -1,15 +1,24 @@
 // Command image builds azqd's container image without a container
-// engine, from the recipe of the repository's Dockerfile (recipe.go), and
-// writes it as an OCI image layout, a docker-archive tarball (what
-// docker load and podman load read), or both:
+// engine, by carrying out the repository's Dockerfile, and writes it as
+// an OCI image layout, a docker-archive tarball (what docker load and
+// podman load read), or both:
 //
 //	go run ./cmd/azqd/image -oci out/azqd-oci -docker-archive out/azqd.tar
 //
-// from the repository's root. The Dockerfile stays the recipe people and
-// container engines read; this is the build that CI runs and tests
-// (image_test.go unpacks the image and runs it; .ci/run builds it and
-// loads it into podman). It is a module of its own so that its
-// dependencies (go-containerregistry) are no one else's.
+// from the repository's root. It reads the Dockerfile with BuildKit's
+// parser, the one docker build uses, and runs its build stage here: the
+// build context (the repository, less what .dockerignore leaves out) is
+// copied into a temporary directory standing for the stage's
+// filesystem, and each instruction is carried out in order, each RUN
+// with /bin/sh -c and this machine's Go toolchain in place of the base
+// image's; then each COPY --from of the final stage, FROM scratch,
+// becomes a layer, and its other instructions the configuration. An
+// instruction it cannot carry out as a container engine does is an
+// error (dockerfile.go, stage.go). This is the build that CI runs and
+// tests (image_test.go unpacks the image and runs it; .ci/run builds it
+// and loads it into podman). It is a module of its own so that its
+// dependencies (go-containerregistry, BuildKit's Dockerfile parser) are
+// no one else's.
 //
 // The image is reproducible: its times are SOURCE_DATE_EPOCH, or the Unix
 // epoch when that is unset, as ko makes them.
@@ -55,7 +64,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	img, err := buildImage(ctx, azqdImage, *repo, created)
+	img, err := buildImage(ctx, *repo, created)
 	if err != nil {
 		return err
 	}

@@ -558,6 +558,42 @@ func TestImageRuns(t *testing.T) {
 	})
 }
 
+// TestImageCommandsServe runs the image's CMD and Azurite's command lines
+// from the unpacked image as whoever runs the tests, without chroot, with
+// the image's environment, in memory: each serves a Put and a Get
+// through the SDK, passes the image's health check, stops on SIGTERM,
+// and then fails the health check. It needs no root, so that every
+// developer runs the image's programs; TestImageRuns runs them as a
+// container engine would.
+func TestImageCommandsServe(t *testing.T) {
+	b := image(t)
+	c := b.cf.Config
+	root := unpack(t, b.img)
+	run := func(argv []string) *exec.Cmd {
+		cmd := command(t, root, c, user{}, argv)
+		cmd.Path, cmd.Dir, cmd.SysProcAttr = filepath.Join(root, cmd.Path), root, nil
+		return cmd
+	}
+	for _, argv := range [][]string{
+		c.Cmd,
+		{"azurite-queue", "--queueHost", "0.0.0.0", "--inMemoryPersistence", "--loose", "--skipApiVersionCheck"},
+		{"azurite", "--blobHost", "0.0.0.0", "--queueHost", "0.0.0.0", "--tableHost", "0.0.0.0"},
+	} {
+		t.Run(argv[0], func(t *testing.T) {
+			ct := serve(t, run(withPort(argv)), startLines)
+			if code, out := exitCode(t, run(healthArgs(t, c, ct.port))); code != 0 {
+				t.Errorf("the image's health check exited %d:\n%s", code, out)
+			}
+			put(t, ct.conn, "commands", "hello")
+			get(t, ct.conn, "commands", "hello")
+			ct.stop()
+			if code, out := exitCode(t, run(healthArgs(t, c, ct.port))); code != 1 || !strings.Contains(out, "unhealthy") {
+				t.Errorf("the health check after the stop exited %d, want 1:\n%s", code, out)
+			}
+		})
+	}
+}
+
 // TestBinaryIsStatic: a scratch image has no dynamic loader and no
 // libraries.
 func TestBinaryIsStatic(t *testing.T) {

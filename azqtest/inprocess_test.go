@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
 	"github.com/azqlib/azq/azqtest"
+	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/faults"
 	"go.uber.org/goleak"
 )
@@ -286,4 +287,33 @@ func TestTransportUnreadAnswer(t *testing.T) {
 		t.Fatal("read after Close")
 	}
 	tr.Close()
+}
+
+// NewAzureService gives package azure's Service on the server, in
+// process, with the options given.
+func TestNewAzureService(t *testing.T) {
+	ctx := context.Background()
+	srv := azqtest.NewInProcessServer(t)
+	svc, err := srv.NewAzureService(&azure.Options{Clock: srv.Clock, Encoding: azure.EncodingBase64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _, err := svc.CreateQueue(ctx, "jobs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Put(ctx, "job", nil); err != nil {
+		t.Fatal(err)
+	}
+	in, err := srv.Service.Queue("jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := in.Peek(ctx, 1)
+	if err != nil || len(ms) != 1 || ms[0].Content != "am9i" {
+		t.Fatalf("in process: %+v, %v; want the base64 of \"job\"", ms, err)
+	}
+	if svc.Clock() != srv.Clock {
+		t.Fatal("the Service does not report the server's clock")
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
@@ -136,6 +137,27 @@ func (s *Server) NewServiceClient(opts *azqueue.ClientOptions) (*azqueue.Service
 		o.Transport = s.transport
 	}
 	return azqueue.NewServiceClientFromConnectionString(s.ConnectionString, &o)
+}
+
+// NewAzureService returns package azure's Service for the account, on the
+// server's Transport: opts (nil means the defaults) with
+// ClientOptions.Transport set to it unless opts names a transport of its
+// own. Pass the server's clock as opts.Clock to have what waits around
+// its queues (a worker) follow the server's time.
+func (s *Server) NewAzureService(opts *azure.Options) (*azure.Service, error) {
+	var o azure.Options
+	if opts != nil {
+		o = *opts
+	}
+	var co azqueue.ClientOptions
+	if o.ClientOptions != nil {
+		co = *o.ClientOptions
+	}
+	if co.Transport == nil {
+		co.Transport = s.transport
+	}
+	o.ClientOptions = &co
+	return azure.NewServiceFromConnectionString(s.ConnectionString, &o)
 }
 
 // Close stops the server, waiting for requests in progress, and deletes

@@ -42,7 +42,7 @@ func TestWorkerOnTestServer(t *testing.T) {
 		return nil
 	}, worker.Options{
 		MaxDequeueCount: 1,
-		MinPollInterval: time.Second, MaxPollInterval: time.Second, // polls on srv.Clock
+		MinPollInterval: time.Second, MaxPollInterval: time.Second, // polls a second on, on srv.Clock or in real time
 		OnEvent: func(e worker.Event) {
 			switch e.Kind {
 			case worker.EventPollWait:

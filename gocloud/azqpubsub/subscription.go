@@ -154,7 +154,10 @@ var _ driver.Subscription = (*subscription)(nil)
 // that can wait for messages (an *azq.Queue) is waited on; any other is
 // polled, at shorter intervals while messages come and up to one a second
 // while none do. Waits are measured on the queue's clock if it reports
-// one (a Clock method), as azq's and package azure's queues do.
+// one (a Clock method), as azq's and package azure's queues do: on a mock
+// clock, a polled queue found empty is asked again only once the test
+// moves the clock (an azure.Queue given azqtest's server's clock, say),
+// and a Receive waits until then.
 func OpenSubscription(q azq.MessageQueue, opts *SubscriptionOptions) *pubsub.Subscription {
 	var o SubscriptionOptions
 	if opts != nil {

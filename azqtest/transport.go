@@ -33,13 +33,16 @@ import (
 //   - The handler gets a request as net/http's server builds it: the
 //     path and query as sent (RequestURI), canonical header keys, Host, a
 //     RemoteAddr on 127.0.0.1, Content-Length or chunked framing, a body
-//     that can be read once, TLS set for an https URL, and a context that
-//     ends when the client's does or when the handler returns.
+//     that can be read once, TLS set for an https URL, the Accept-Encoding
+//     and User-Agent net/http's client adds, and a context that ends when
+//     the client's does or when the handler returns. An Expect other than
+//     100-continue is answered 417, as there.
 //   - The client gets a response as net/http's client reads it: canonical
 //     header keys, Date, Content-Length added to a short answer and
 //     Content-Type sniffed as net/http's server adds them, no body for
-//     HEAD, 1xx, 204 and 304, Connection: close honoured, trailers
-//     delivered at the end of the body.
+//     HEAD, 1xx, 204 and 304, Connection: close honoured, a gzip answer
+//     it did not ask for unpacked, trailers delivered at the end of the
+//     body.
 //   - A cancelled or expired context ends a call at once, with the
 //     context's error, whatever the handler is doing; the handler's
 //     context ends with it. Reading a body after that fails the same way.

@@ -2,6 +2,7 @@ package azqtest_test
 
 import (
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -415,3 +416,27 @@ func exchangeAsOverTCP(t *testing.T, scheme string, tc exchangeCase) {
 // quietLog keeps net/http's server from logging the failures the tests
 // cause on purpose.
 func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// A response body read after the request's context ends fails with the
+// context's error, as over TCP, where net/http's client closes the
+// connection under the body when the context ends. (Over TCP the read
+// may still get what the kernel had buffered first, so only the
+// in-process side is checked here, where the answer is all buffered.)
+func TestBodyReadAfterCancel(t *testing.T) {
+	tr := azqtest.NewTransport(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(make([]byte, 1<<20))
+	}))
+	defer tr.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://example.test/big", nil)
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("reading after the cancel: %v", err)
+	}
+}

@@ -3,13 +3,12 @@ package azqtest
 import (
 	"net/http/httptest"
 	"reflect"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/faults"

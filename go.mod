@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/client_model v0.6.1
 	github.com/prometheus/common v0.63.0
 	github.com/tidwall/btree v1.8.2
+	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.16.0
 	pgregory.net/rapid v1.3.0
 )

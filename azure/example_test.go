@@ -6,7 +6,10 @@ import (
 	"log"
 	"net/http/httptest"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/server"
 	"github.com/azqlib/azq/worker"
@@ -114,4 +117,35 @@ func ExampleOptions_encoding() {
 	// Output:
 	// stored: eyJvcmRlciI6NDJ9
 	// decoded: {"order":42}
+}
+
+// Options.ClientOptions takes any SDK transport: here azqtest's, which
+// hands each request to azq's REST handler in process, with no listener
+// and no port. In a test, azqtest.NewInProcessServer(t) makes the handler
+// and Server.NewAzureService this Service.
+func ExampleNewServiceFromConnectionString_inProcess() {
+	ctx := context.Background()
+	h := server.New(server.Options{})
+	defer h.Close()
+	tr := azqtest.NewTransport(h)
+	defer tr.Close()
+	conn := server.DevelopmentAccount().ConnectionString(azqtest.InProcessURL + "/devstoreaccount1")
+
+	svc, err := azure.NewServiceFromConnectionString(conn, &azure.Options{
+		ClientOptions: &azqueue.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: tr}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	q, _, err := svc.CreateQueue(ctx, "greetings", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := greet(ctx, "in process", q); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// in process: hello, ada
+	// in process: hello, grace
+	// in process: hello, edsger
 }

@@ -54,9 +54,14 @@ type Options struct {
 	// failure handling (retries, the poison queue) still sees it.
 	OnDecodeError func(m azq.Message, err error)
 	// Clock is what Clock reports: the clock that waits around the queue
-	// should use, such as a worker's polling back-off and lease renewals.
+	// should use, such as a worker's lease renewals and polling back-off.
 	// The service keeps its own time; against azq's server in a test,
-	// pass the server's mock clock. Default: the real clock.
+	// pass the server's mock clock. A worker or gocloud subscription then
+	// follows it, and its poll waits also end in real time, so that it
+	// polls whether or not the test moves the clock; a Watermill
+	// subscription polls only when the test moves it. The SDK's own retry
+	// back-off and try timeout are real time whatever this is. Default:
+	// the real clock.
 	Clock clock.Clock
 	// ClientOptions configure the SDK clients that the constructors
 	// build (retries, transport, logging, audience). They are copied and

@@ -83,8 +83,15 @@
 // All waiting — polling back-off, renewal timers, the shutdown deadline —
 // uses the queue's clock (Options.Clock, else the source's Clock method,
 // else the real clock), and the back-off jitter comes from Options.Rand, so
-// that a test with a *clock.Mock controls every timing decision. The one
-// exception is the 50 µs above, a matter of CPU scheduling rather than of
-// queue semantics: it runs on the real clock, so that a mock clock nobody
-// advances cannot keep handlers from starting.
+// that a test with a *clock.Mock controls every timing decision. The
+// exceptions run on the real clock too, so that a mock clock nobody
+// advances cannot stall the worker: the 50 µs above, a matter of CPU
+// scheduling rather than of queue semantics; and, when the clock is the
+// source's and not the real one, the poll waits, which end after their
+// interval on the mock clock or in real time, whichever comes first. A
+// test of a worker on azq's test server, whose mock clock an azure.Queue
+// reports (azure.Options.Clock), thus sees the worker poll whether or not
+// it moves the clock. A mock clock given as Options.Clock is the worker's
+// alone: the worker then polls only when the test moves it by the wait
+// EventPollWait reports.
 package worker

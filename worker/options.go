@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"time"
 
@@ -148,9 +149,19 @@ type Options struct {
 	// only logged and reported in the EventPoisoned event.
 	PoisonBodyOnly bool
 
-	// Clock is the time source for every wait. Default: the source queue's
-	// Clock method if it has one (so a worker on an azq queue with a mock
-	// clock follows the mock), else the real clock.
+	// Clock is the time source for every wait: polls, renewals, the
+	// shutdown deadline. A mock clock set here is waited on alone, so a
+	// test that sets one must move it when the worker waits to poll
+	// (EventPollWait says for how long), or the worker never polls again.
+	//
+	// Default: the source queue's Clock method if it has one, else the
+	// real clock. A source's clock is the time of its messages, and the
+	// worker follows it, but the interval between polls is the worker's
+	// own: when the source's clock is not the real one (the mock clock of
+	// an azq queue or of azq's test server), a poll wait also ends once as
+	// long has passed in real time. So a worker on a mock clock that
+	// nobody moves still polls, and a test that moves it wakes the worker
+	// at once, as before.
 	Clock clock.Clock
 	// Rand is the jitter source of the poll back-off; only the fetching
 	// goroutine uses it. Default: a generator seeded at random.
@@ -169,11 +180,17 @@ type Options struct {
 	OnEvent func(Event)
 }
 
+// realClockType is the type of clock.New's clock.
+var realClockType = reflect.TypeOf(clock.New())
+
 // config is Options with defaults filled in and checked.
 type config struct {
 	Options
 	poisonName string // "" if there is no poison queue
 	clk        clock.Clock
+	// pollRealToo: poll waits also end after as long on the real clock,
+	// since clk is the source's and not the real one (see Options.Clock).
+	pollRealToo bool
 }
 
 func newConfig(q Queue, o Options) (config, error) {
@@ -237,6 +254,7 @@ func newConfig(q Queue, o Options) (config, error) {
 	if c.clk == nil {
 		if cq, ok := q.(interface{ Clock() clock.Clock }); ok {
 			c.clk = cq.Clock()
+			c.pollRealToo = c.clk != nil && reflect.TypeOf(c.clk) != realClockType
 		}
 	}
 	if c.clk == nil {

@@ -205,14 +205,24 @@ func (w *Worker) fetch(ctx context.Context) []*Delivery {
 }
 
 // pause waits d on the worker's clock, reporting why; false if ctx ended.
+// On a source's clock that is not the real one, the wait also ends after d
+// of real time (see Options.Clock).
 func (w *Worker) pause(ctx context.Context, d time.Duration, cause error) bool {
 	c, stop := w.after(d)
 	defer stop()
+	var real <-chan time.Time
+	if w.cfg.pollRealToo {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		real = t.C
+	}
 	// Reported once the timer is armed, so that a test that advances a
 	// mock clock on this event cannot move time before the wait starts.
 	w.emit(Event{Kind: EventPollWait, Wait: d, Err: cause})
 	select {
 	case <-c:
+		return true
+	case <-real:
 		return true
 	case <-ctx.Done():
 		return false

@@ -429,7 +429,10 @@ func TestIdlePolledSubscriptionAsksAboutOnceASecond(t *testing.T) {
 	ctx := context.Background()
 	mock := clock.NewMock()
 	cq := &countingQueue{q: azq.New(azq.WithClock(mock)), clk: mock}
-	ds := newSubscription(cq, &SubscriptionOptions{})
+	// The mock as the subscription's own clock: waited on alone, so that
+	// the polls follow the mock time this test moves, and real time, which
+	// the queue's clock alone would let end a wait too, plays no part.
+	ds := newSubscription(cq, &SubscriptionOptions{Clock: mock})
 	// receive calls ReceiveBatch, moving the mock clock until it returns,
 	// and returns what it got and how long it took on the mock clock.
 	receive := func() ([]*driver.Message, time.Duration) {
@@ -549,5 +552,67 @@ func TestURLOpenerOnAnotherBackEnd(t *testing.T) {
 	}
 	if _, err := mux.OpenTopic(ctx, "azq://Bad_Name"); err == nil {
 		t.Fatal("azq://Bad_Name opened")
+	}
+}
+
+// signalingQueue is a remote queue that says when a Get found it empty;
+// its Clock is the azure.Queue's.
+type signalingQueue struct {
+	*azure.Queue
+	empty chan struct{}
+}
+
+func (q *signalingQueue) Get(ctx context.Context, n int, v time.Duration) ([]azq.Message, error) {
+	ms, err := q.Queue.Get(ctx, n, v)
+	if err == nil && len(ms) == 0 {
+		select {
+		case q.empty <- struct{}{}:
+		default:
+		}
+	}
+	return ms, err
+}
+
+// A subscription on a remote queue whose clock is azq's test server's
+// mock (azure.Options.Clock), in a test that never moves it, receives a
+// message sent after it found the queue empty: its poll waits end in real
+// time too. Before they did, the Receive waited for ever.
+func TestPolledSubscriptionOnUnmovedMockClock(t *testing.T) {
+	ctx := context.Background()
+	srv := azqtest.NewInProcessServer(t)
+	svc, err := srv.NewAzureService(&azure.Options{Clock: srv.Clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aq, _, err := svc.CreateQueue(ctx, "jobs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &signalingQueue{Queue: aq, empty: make(chan struct{}, 1)}
+	sub := OpenSubscription(q, nil)
+	defer sub.Shutdown(ctx)
+	got := make(chan string, 1)
+	go func() {
+		m, err := sub.Receive(ctx)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		m.Ack()
+		got <- string(m.Body)
+	}()
+	<-q.empty // the subscription waits to poll again
+	topic := OpenTopic(aq, nil)
+	defer topic.Shutdown(ctx)
+	if err := topic.Send(ctx, &pubsub.Message{Body: []byte("late")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case body := <-got:
+		if body != "late" {
+			t.Fatalf("received %q", body)
+		}
+	case <-time.After(10 * time.Second): // a hang guard only
+		t.Fatal("the message sent after the first poll was not received: the subscription waits on the mock clock")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"sync"
 	"time"
 
@@ -52,6 +53,15 @@ type SubscriptionOptions struct {
 	// type batches receives and acknowledgements.
 	ReceiveBatcherOptions batcher.Options
 	AckBatcherOptions     batcher.Options
+	// Clock is the clock of the subscription's waits. A mock clock set
+	// here is waited on alone: the test must move it for a polled queue
+	// to be asked again. Default: the queue's clock, if it reports one (a
+	// Clock method), else the real clock; when the queue's clock is not
+	// the real one (a mock clock of azq's test server that an azure.Queue
+	// reports), a polled queue's waits also end after as long in real
+	// time, so that a subscription polls whether or not the test moves
+	// the clock, as a worker does.
+	Clock clock.Clock
 }
 
 // receiver is a queue that can wait for messages, as *azq.Queue and
@@ -67,8 +77,13 @@ type subscription struct {
 	clk  clock.Clock
 	vis  time.Duration
 
-	mu       sync.Mutex    // guards next and interval
+	// realToo: the waits of a polled queue also end after as long on the
+	// real clock, since clk is the queue's and not the real one.
+	realToo bool
+
+	mu       sync.Mutex    // guards next, nextReal and interval
 	next     time.Time     // when a polled queue may be asked again; zero: now
+	nextReal time.Time     // the same on the real clock, if realToo
 	interval time.Duration // the current poll interval; 0 while messages come
 
 	// done holds the messages that tries of SendAcks and SendNacks which
@@ -154,7 +169,9 @@ var _ driver.Subscription = (*subscription)(nil)
 // that can wait for messages (an *azq.Queue) is waited on; any other is
 // polled, at shorter intervals while messages come and up to one a second
 // while none do. Waits are measured on the queue's clock if it reports
-// one (a Clock method), as azq's and package azure's queues do.
+// one (a Clock method), as azq's and package azure's queues do, and a
+// polled queue's also in real time if that clock is not the real one (see
+// SubscriptionOptions.Clock).
 func OpenSubscription(q azq.MessageQueue, opts *SubscriptionOptions) *pubsub.Subscription {
 	var o SubscriptionOptions
 	if opts != nil {
@@ -171,11 +188,18 @@ func newSubscription(q azq.MessageQueue, o *SubscriptionOptions) *subscription {
 		s.vis = azq.DefaultVisibilityTimeout
 	}
 	s.recv, _ = q.(receiver)
-	if c, ok := q.(interface{ Clock() clock.Clock }); ok {
+	switch c, ok := q.(interface{ Clock() clock.Clock }); {
+	case o.Clock != nil:
+		s.clk = o.Clock
+	case ok && c.Clock() != nil:
 		s.clk = c.Clock()
+		s.realToo = reflect.TypeOf(s.clk) != realClockType
 	}
 	return s
 }
+
+// realClockType is the type of clock.New's clock.
+var realClockType = reflect.TypeOf(clock.New())
 
 // A received message's AckID is a pointer to it, an element of the
 // slice Get returned, and its AsFunc exposes it as *azq.Message.
@@ -268,24 +292,51 @@ func (s *subscription) receive(ctx context.Context, n int) ([]azq.Message, error
 // maxWait.
 func (s *subscription) poll(ctx context.Context, n int) ([]azq.Message, error) {
 	deadline := s.clk.Now().Add(maxWait)
+	realDeadline := time.Now().Add(maxWait)
 	for {
 		s.mu.Lock()
-		next := s.next
+		next, nextReal := s.next, s.nextReal
 		s.mu.Unlock()
-		if now := s.clk.Now(); now.Before(next) {
+		now, realNow := s.clk.Now(), time.Now()
+		if now.Before(next) && (!s.realToo || realNow.Before(nextReal)) {
+			// Not due yet: wait until it is, or until the deadline, on the
+			// queue's clock or, if realToo, the real one.
+			last := !next.Before(deadline)
 			wait := next.Sub(now)
-			if !next.Before(deadline) {
+			if last {
 				wait = deadline.Sub(now)
 			}
 			t := s.clk.Timer(wait)
+			var rt *time.Timer
+			var realC <-chan time.Time
+			lastReal := false
+			if s.realToo {
+				lastReal = !nextReal.Before(realDeadline)
+				wait := nextReal.Sub(realNow)
+				if lastReal {
+					wait = realDeadline.Sub(realNow)
+				}
+				rt = time.NewTimer(wait)
+				realC = rt.C
+			}
+			var ended, done bool
 			select {
 			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
+				ended = true
 			case <-t.C:
+				done = last
+			case <-realC:
+				done = lastReal
 			}
-			if !next.Before(deadline) {
-				return nil, nil
+			t.Stop()
+			if rt != nil {
+				rt.Stop()
+			}
+			switch {
+			case ended:
+				return nil, ctx.Err()
+			case done:
+				return nil, nil // waited long enough: nothing
 			}
 		}
 		msgs, err := s.q.Get(ctx, n, s.vis)
@@ -294,10 +345,10 @@ func (s *subscription) poll(ctx context.Context, n int) ([]azq.Message, error) {
 		}
 		s.mu.Lock()
 		if len(msgs) > 0 {
-			s.interval, s.next = 0, time.Time{}
+			s.interval, s.next, s.nextReal = 0, time.Time{}, time.Time{}
 		} else {
 			s.interval = min(max(2*s.interval, minPoll), maxPoll)
-			s.next = s.clk.Now().Add(s.interval)
+			s.next, s.nextReal = s.clk.Now().Add(s.interval), time.Now().Add(s.interval)
 		}
 		s.mu.Unlock()
 		if len(msgs) > 0 {

@@ -224,6 +224,6 @@ func (q *request) observe(took time.Duration, aborted bool) {
 			o.Queue = q.queue
 		}
 	}
-	o.Outcome = azqmetrics.OutcomeOf(q.status, q.errCode, aborted || q.droppedConnection())
+	o.Outcome = azqmetrics.OutcomeOf(q.status, q.errCode, aborted || q.canceled || q.droppedConnection())
 	q.s.observe(o)
 }

@@ -44,8 +44,9 @@ type Options struct {
 	// Logger receives one record per request: method, path, operation,
 	// account, queue, status, Azure error code, duration, the x-ms-version
 	// and User-Agent sent, and the request id. Successful requests are
-	// logged at debug level, client errors (4xx) at info, server errors
-	// (5xx) at error. nil logs nothing.
+	// logged at debug level; client errors (4xx) at info, and so are
+	// requests whose client went away before the answer (status 0,
+	// client_canceled); server errors (5xx) at error. nil logs nothing.
 	Logger *slog.Logger
 	// OAuth, when set, accepts Microsoft Entra ID bearer tokens over
 	// HTTPS (see OAuthOptions). Without it a bearer token is refused.
@@ -359,7 +360,10 @@ type request struct {
 
 	status  int
 	errCode string
-	fault   *faultState // nil unless an injected fault fired
+	// canceled is set when the client went away before the answer, and
+	// none was sent (see clientGone).
+	canceled bool
+	fault    *faultState // nil unless an injected fault fired
 	// bodyLen is the length of the body writeXML sends, for its
 	// Content-Length header; -1 until then.
 	bodyLen int
@@ -386,7 +390,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				q.fail(errInternal())
 			}
 		}
-		if s.log != nil && (!aborted || q.droppedConnection()) {
+		if s.log != nil && (!aborted || q.droppedConnection() || q.canceled) {
 			q.logRequest(time.Since(start))
 		}
 		if s.observe != nil {
@@ -403,13 +407,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // logRequest writes the request's log record: at debug level when it
 // succeeded, at info level with the error code when the client erred
-// (4xx), at error level when the server did (5xx).
+// (4xx) or went away before its answer, at error level when the server
+// erred (5xx).
 func (q *request) logRequest(took time.Duration) {
 	level := slog.LevelDebug
 	switch {
 	case q.status >= 500:
 		level = slog.LevelError
-	case q.status >= 400:
+	case q.status >= 400, q.canceled:
 		level = slog.LevelInfo
 	}
 	ctx := context.Background()
@@ -433,6 +438,9 @@ func (q *request) logRequest(took time.Duration) {
 	}
 	if q.errCode != "" {
 		attrs = append(attrs, slog.String("error_code", q.errCode))
+	}
+	if q.canceled {
+		attrs = append(attrs, slog.Bool("client_canceled", true))
 	}
 	attrs = append(attrs,
 		slog.Duration("duration", took),

@@ -51,7 +51,9 @@ type Server struct {
 }
 
 // NewServer starts a Server and closes it when the test ends (Close may
-// also be called earlier).
+// also be called earlier). The server logs each request it answers to
+// t.Log (shown when the test fails, or with -v), with the client's
+// x-ms-client-request-id and W3C trace-id when it sent them.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	mock := clock.NewMock()
@@ -62,7 +64,8 @@ func NewServer(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	rec := metrics.NewRecorder()
-	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe})
+	log := testLogger(t)
+	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe, Logger: log})
 	rec.WatchService(acct.Name, h.Service(acct.Name))
 	rec.WatchFaults(inj)
 	hs := httptest.NewServer(h)

@@ -43,7 +43,13 @@ type Options struct {
 	StrictVersion bool
 	// Logger receives one record per request: method, path, operation,
 	// account, queue, status, Azure error code, duration, the x-ms-version
-	// and User-Agent sent, and the request id. Successful requests are
+	// and User-Agent sent, the request id (x-ms-request-id), and, when the
+	// client sent them, its x-ms-client-request-id (client_request_id; the
+	// Azure SDKs send one with every request) and the trace-id and
+	// parent-id of its W3C traceparent (trace_id, parent_id; an SDK with
+	// tracing on sends one), so that a client's request can be found in
+	// the log. A malformed traceparent is logged as traceparent_invalid
+	// and otherwise ignored; client values are cut to 256 bytes. Successful requests are
 	// logged at debug level; client errors (4xx) at info, and so are
 	// requests whose client went away before the answer (status 0,
 	// client_canceled); server errors (5xx) at error. nil logs nothing.
@@ -447,6 +453,10 @@ func (q *request) logRequest(took time.Duration) {
 		slog.String("x_ms_version", q.r.Header.Get("X-Ms-Version")),
 		slog.String("user_agent", q.r.UserAgent()),
 		slog.String("request_id", q.reqID))
+	if id := q.r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 {
+		attrs = append(attrs, slog.String("client_request_id", truncate(id[0], maxLoggedHeader)))
+	}
+	attrs = q.traceAttrs(attrs)
 	q.s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 

@@ -32,9 +32,22 @@ type Recorder struct {
 	// observed gathers the four above, for Snapshot and scrapes.
 	observed *prometheus.Registry
 
+	// The series of requests and of latencies, by their label values,
+	// as WithLabelValues returned them: a lookup in a map of a few dozen
+	// entries costs Observe less than hashing the label values again.
+	// They are never deleted, so a series found here is the vec's.
+	seriesMu      sync.RWMutex // guards requestSeries and latencySeries
+	requestSeries map[requestKey]prometheus.Counter
+	latencySeries map[string]prometheus.Observer
+
 	mu        sync.Mutex // guards services and injectors
 	services  []watchedService
 	injectors []*faults.Injector
+}
+
+type requestKey struct {
+	account, operation string
+	outcome            Outcome
 }
 
 type watchedService struct {
@@ -62,7 +75,9 @@ func NewRecorder() *Recorder {
 			Name: "azq_messages_deleted_total",
 			Help: "Messages deleted (Delete Message requests that took effect), by queue.",
 		}, []string{"account", "queue"}),
-		observed: prometheus.NewRegistry(),
+		observed:      prometheus.NewRegistry(),
+		requestSeries: map[requestKey]prometheus.Counter{},
+		latencySeries: map[string]prometheus.Observer{},
 	}
 	r.observed.MustRegister(r.requests, r.latency, r.put, r.deleted)
 	return r
@@ -107,8 +122,9 @@ func (r *Recorder) Observe(o Observation) {
 	}
 	account, queue := labelValue(o.Account), labelValue(o.Queue)
 	op := labelValue(o.Operation)
-	r.requests.WithLabelValues(account, op, labelValue(string(o.Outcome))).Inc()
-	r.latency.WithLabelValues(op).Observe(o.Duration.Seconds())
+	requests, latency := r.series(requestKey{account, op, Outcome(labelValue(string(o.Outcome)))})
+	requests.Inc()
+	latency.Observe(o.Duration.Seconds())
 	if o.TookEffect() && queue != "" {
 		switch o.Operation {
 		case "PutMessage":
@@ -119,6 +135,28 @@ func (r *Recorder) Observe(o Observation) {
 			r.forgetQueue(account, queue)
 		}
 	}
+}
+
+// series returns the request counter of k and the latency histogram of
+// its operation, adding them if they are new.
+func (r *Recorder) series(k requestKey) (prometheus.Counter, prometheus.Observer) {
+	r.seriesMu.RLock()
+	c, h := r.requestSeries[k], r.latencySeries[k.operation]
+	r.seriesMu.RUnlock()
+	if c != nil && h != nil {
+		return c, h
+	}
+	r.seriesMu.Lock()
+	defer r.seriesMu.Unlock()
+	if c = r.requestSeries[k]; c == nil {
+		c = r.requests.WithLabelValues(k.account, k.operation, string(k.outcome))
+		r.requestSeries[k] = c
+	}
+	if h = r.latencySeries[k.operation]; h == nil {
+		h = r.latency.WithLabelValues(k.operation)
+		r.latencySeries[k.operation] = h
+	}
+	return c, h
 }
 
 // forgetQueue removes the per-queue series of a deleted queue. A series

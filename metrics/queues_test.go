@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 	"github.com/benbjohnson/clock"
@@ -208,5 +209,81 @@ func TestHandlerNegotiates(t *testing.T) {
 	}
 	if !strings.Contains(w.Body.String(), `azq_requests_total{account="a",operation="ListQueues",outcome="success"} 1`) {
 		t.Fatalf("body:\n%s", w.Body)
+	}
+}
+
+// counters returns every counter series of a scrape (and each
+// histogram's count), by family and labels.
+func counters(t *testing.T, r *metrics.Recorder) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for name, f := range parse(t, []byte(scrapeText(t, r))) {
+		for _, m := range f.GetMetric() {
+			key := name
+			for _, l := range m.GetLabel() {
+				key += " " + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				out[key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// No counter of a scrape is lower than it was at the scrape before, as
+// requests come and go, the throttle is replaced and cleared and the
+// rules removed: counters are monotonic for the life of the process.
+func TestCountersNeverDecrease(t *testing.T) {
+	mock := clock.NewMock()
+	inj, err := faults.New(faults.Options{Clock: mock, Config: faults.Config{
+		Rules:    []faults.Rule{{Name: "busy", When: faults.When{Operations: []string{"PeekMessages"}}, Then: faults.Then{Error: faults.CodeServerBusy}}},
+		Throttle: &faults.Throttle{AccountRequestsPerSecond: 3},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := server.DevelopmentAccount()
+	r := metrics.NewRecorder()
+	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, AllowAnonymous: true, Faults: inj, Observe: r.Observe})
+	defer h.Close()
+	r.WatchService(acct.Name, h.QueueService(acct.Name))
+	r.WatchFaults(inj)
+	send := func(method, path, body string) {
+		req := httptest.NewRequest(method, "http://127.0.0.1/"+acct.Name+path, strings.NewReader(body))
+		req.Header.Set("x-ms-version", "2021-12-02")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	traffic := func() {
+		send("PUT", "/orders", "")
+		for range 3 {
+			send("POST", "/orders/messages", "<QueueMessage><MessageText>a</MessageText></QueueMessage>")
+			send("GET", "/orders/messages?peekonly=true", "")
+		}
+		mock.Add(time.Second)
+	}
+	last := counters(t, r)
+	for step, change := range []func(){
+		func() {},
+		func() { inj.SetThrottle(&faults.Throttle{AccountRequestsPerSecond: 100}) },
+		func() { inj.SetThrottle(nil) },
+		func() { inj.Clear() },
+		func() { inj.SetThrottle(&faults.Throttle{AccountRequestsPerSecond: 1}) },
+	} {
+		change()
+		traffic()
+		now := counters(t, r)
+		for k, v := range last {
+			if now[k] < v {
+				t.Fatalf("step %d: %s went from %v to %v", step, k, v, now[k])
+			}
+		}
+		last = now
+	}
+	if last["azq_throttled_requests_total"] == 0 || last["azq_fault_hits_total rule=busy"] == 0 {
+		t.Fatalf("the test throttled nothing or met no rule: %v", last)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 )
@@ -97,6 +98,53 @@ func TestClientHangUpIsNotAServerError(t *testing.T) {
 	}
 	log := logs.String()
 	if strings.Contains(log, "level=ERROR") || strings.Contains(log, "InternalError") || !strings.Contains(log, "level=INFO") || !strings.Contains(log, "client_canceled=true") {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+// A client that hangs up while a fault's delay holds its answer back is
+// the client's cancellation too: logged at info level, counted as a
+// network error.
+func TestClientHangUpDuringFaultDelay(t *testing.T) {
+	inj, err := faults.New(faults.Options{Config: faults.Config{Rules: []faults.Rule{
+		{Name: "slow", Then: faults.Then{Delay: 10 * time.Minute}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	observed := make(chan metrics.Observation, 1)
+	h := server.New(server.Options{
+		AllowAnonymous: true,
+		Faults:         inj,
+		Logger:         slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Observe:        func(o metrics.Observation) { observed <- o },
+	})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	defer h.Close()
+	conn, err := net.Dial("tcp", hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /devstoreaccount1?comp=list HTTP/1.1\r\nHost: 127.0.0.1\r\nx-ms-version: 2021-12-02\r\n\r\n")
+	// The rule's hit is counted when the delay begins.
+	for deadline := time.Now().Add(10 * time.Second); inj.Totals().Hits["slow"] == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never met the delay")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	conn.Close()
+	select {
+	case o := <-observed:
+		if o.Outcome != metrics.NetworkError {
+			t.Errorf("observed %+v, want outcome network_error", o)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was never observed")
+	}
+	if log := logs.String(); !strings.Contains(log, "level=INFO") || !strings.Contains(log, "client_canceled=true") {
 		t.Errorf("log:\n%s", log)
 	}
 }

@@ -57,8 +57,9 @@ func (q *request) injectFault() bool {
 	d := q.s.faults.Decide(faults.Request{Operation: q.op.String(), Account: q.acct.acct.Name, Queue: q.queue, Messages: q.messagesAsked()})
 	if d.Delay > 0 {
 		if faults.Sleep(q.r.Context(), d.Delay) != nil {
-			// The client went away while the answer was held back.
-			q.fault = &faultState{network: true}
+			// The client went away while the answer was held back: the
+			// client's cancellation, as in fail.
+			q.canceled = true
 			panic(http.ErrAbortHandler)
 		}
 	}

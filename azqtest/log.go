@@ -10,14 +10,19 @@ import (
 // testLogger returns a logger that writes to t.Log, at debug level: the
 // server's record of each request (server.Options.Logger), with the
 // client's x-ms-client-request-id and trace context, shows in the output
-// of a test that fails, or that runs with -v. It stops writing when the
-// test's cleanup is done, so that a request served after the test ended
-// cannot make t.Log panic; register it before the server's own cleanup,
-// which then runs first.
+// of a test that fails, or that runs with -v. A benchmark's log is
+// printed whatever happens, so a benchmark's gets server errors only. It
+// stops writing when the test's cleanup is done, so that a request served
+// after the test ended cannot make t.Log panic; register it before the
+// server's own cleanup, which then runs first.
 func testLogger(t testing.TB) *slog.Logger {
 	w := &testLogWriter{t: t}
 	t.Cleanup(w.stop)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	level := slog.LevelDebug
+	if _, ok := t.(*testing.B); ok {
+		level = slog.LevelError
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
 // testLogWriter writes each record the handler formats as one t.Log line.

@@ -53,7 +53,9 @@ type Server struct {
 // NewServer starts a Server and closes it when the test ends (Close may
 // also be called earlier). The server logs each request it answers to
 // t.Log (shown when the test fails, or with -v), with the client's
-// x-ms-client-request-id and W3C trace-id when it sent them.
+// x-ms-client-request-id and W3C trace-id when it sent them; a
+// benchmark's server logs its server errors only, as a benchmark's log
+// is always printed.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	mock := clock.NewMock()

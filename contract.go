@@ -77,6 +77,10 @@ var _ MessageQueue = (*Queue)(nil)
 // Every back end keeps Azure's rules for names, metadata and access
 // policies, and reports errors that match this package's sentinels with
 // errors.Is. Package azqtest checks a back end against this contract.
+//
+// A back end that can read its queues' figures without touching their
+// messages also implements QueueStatsReader, which monitors such as
+// package metrics look for with a type assertion.
 type QueueService interface {
 	// Ref returns the queue name of the service, without a request: the
 	// queue need not exist, and until it does every operation on the

@@ -177,50 +177,60 @@ type ListQueuesPage struct {
 // MaxResults outside 1 to 5000 gives ErrOutOfRange; a marker that
 // ListQueues did not return gives ErrInvalidMarker.
 func (s *Service) ListQueues(ctx context.Context, opts ListQueuesOptions) (ListQueuesPage, error) {
-	if err := ctx.Err(); err != nil {
+	queues, next, err := s.page(ctx, opts)
+	if err != nil {
 		return ListQueuesPage{}, err
 	}
-	max := opts.MaxResults
-	if max == 0 {
-		max = azureMaxListQueueResults
+	page := ListQueuesPage{NextMarker: next}
+	if len(queues) > 0 {
+		page.Queues = make([]QueueItem, len(queues))
 	}
-	if max < 1 || max > azureMaxListQueueResults {
-		return ListQueuesPage{}, outOfRangeInt("maxresults", opts.MaxResults, 1, azureMaxListQueueResults)
-	}
-	start := opts.Prefix
-	if opts.Marker != "" {
-		m, err := decodeMarker(opts.Marker)
-		if err != nil {
-			return ListQueuesPage{}, err
-		}
-		if m > start {
-			start = m
-		}
-	}
-	var page ListQueuesPage
-	var queues []*Queue
-	s.mu.Lock()
-	s.queues.Ascend(start, func(name string, q *Queue) bool {
-		if !strings.HasPrefix(name, opts.Prefix) {
-			return false
-		}
-		if len(page.Queues) == max {
-			page.NextMarker = encodeMarker(name)
-			return false
-		}
-		page.Queues = append(page.Queues, QueueItem{Name: name})
-		queues = append(queues, q)
-		return true
-	})
-	s.mu.Unlock()
-	if opts.IncludeMetadata {
-		for i, q := range queues {
+	for i, q := range queues {
+		page.Queues[i].Name = q.name
+		if opts.IncludeMetadata {
 			q.mu.Lock()
 			page.Queues[i].Metadata = cloneMetadata(q.metadata)
 			q.mu.Unlock()
 		}
 	}
 	return page, nil
+}
+
+// page returns the queues of one page of a listing (ListQueues,
+// QueueStats) in name order, and the marker of the next page, if any.
+func (s *Service) page(ctx context.Context, opts ListQueuesOptions) (queues []*Queue, next string, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	limit := opts.MaxResults
+	if limit == 0 {
+		limit = azureMaxListQueueResults
+	}
+	if limit < 1 || limit > azureMaxListQueueResults {
+		return nil, "", outOfRangeInt("maxresults", opts.MaxResults, 1, azureMaxListQueueResults)
+	}
+	start := opts.Prefix
+	if opts.Marker != "" {
+		m, err := decodeMarker(opts.Marker)
+		if err != nil {
+			return nil, "", err
+		}
+		start = max(start, m)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues.Ascend(start, func(name string, q *Queue) bool {
+		if !strings.HasPrefix(name, opts.Prefix) {
+			return false
+		}
+		if len(queues) == limit {
+			next = encodeMarker(name)
+			return false
+		}
+		queues = append(queues, q)
+		return true
+	})
+	return queues, next, nil
 }
 
 // A marker names the first queue of the next page. It is opaque to callers:

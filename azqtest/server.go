@@ -78,6 +78,11 @@ func NewInProcessServer(t testing.TB) *Server {
 // clients that take only a URL or a connection string: another
 // process, or an SDK whose transport cannot be set. It is closed when the
 // test ends (Close may also be called earlier).
+//
+// Either kind of Server logs each request it answers to t.Log (shown when
+// the test fails, or with -v), with the client's x-ms-client-request-id
+// and W3C trace-id when it sent them; a benchmark's server logs its
+// server errors only, as a benchmark's log is always printed.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	return newServer(t, true)
@@ -92,7 +97,8 @@ func newServer(t testing.TB, listen bool) *Server {
 		t.Fatal(err)
 	}
 	rec := metrics.NewRecorder()
-	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe})
+	log := testLogger(t)
+	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe, Logger: log})
 	rec.WatchService(acct.Name, h.Service(acct.Name))
 	rec.WatchFaults(inj)
 	s := &Server{

@@ -6,12 +6,22 @@
 // counts them (requests by operation and outcome, Azure's response types:
 // success, client error, throttling error, server error, network error;
 // a latency histogram per operation; messages put and deleted) and, when
-// scraped, reads the queues of the Services it watches (approximate count,
-// age of the oldest visible message) and the hits of the fault rules.
-// Snapshot gives a test the counts; WritePrometheus and Handler give
-// Prometheus the text exposition format, which azqd serves at /metrics.
+// scraped, reads the queues of the services it watches (approximate count,
+// age of the message at the head) and the hits of the fault rules.
+// Snapshot gives a test the counts; Handler serves them to Prometheus,
+// and WritePrometheus writes them in its text format, which azqd serves
+// at /metrics.
 //
-// The package writes the text format itself, with no dependency: importing
-// azq must not pull a metrics stack in. Nothing is counted unless an
-// Observe hook is set, so code that does not want metrics pays nothing.
+// The counters, the exposition and the HTTP handler are Prometheus's own
+// client library, github.com/prometheus/client_golang; a Recorder is a
+// prometheus.Collector, so a program can register it with a registry of
+// its own. Only this package imports it: importing azq does not pull a
+// metrics stack in, and nothing is counted unless an Observe hook is set,
+// so code that does not want metrics pays nothing.
+//
+// Every counter only grows for the life of the process, except that the
+// series of a deleted queue go with it. A scrape costs time in proportion
+// to the queues it reads, not to their messages: a back end that
+// implements azq.QueueStatsReader, as *azq.Service does, gives each
+// queue's figures for a few field reads under its lock.
 package metrics

@@ -22,7 +22,10 @@ const (
 	// OperationTimedOut.
 	ServerError Outcome = "server_error"
 	// NetworkError: no complete answer; the connection was closed or
-	// reset, or the answer cut off.
+	// reset, or the answer cut off. A client that hangs up before its
+	// answer (its request's context cancelled) is one: Azure's
+	// NetworkError is "most commonly" a client that closes the connection
+	// before its timeout expires. It is never a ServerError.
 	NetworkError Outcome = "network_error"
 )
 

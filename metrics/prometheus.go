@@ -1,23 +1,88 @@
 package metrics
 
 import (
-	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/azqlib/azq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // ContentType is the media type of the Prometheus text format that
-// WritePrometheus writes.
-const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+// WritePrometheus writes, and that Handler answers with unless the
+// scraper asks for another (OpenMetrics, protocol buffers).
+const ContentType = "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"
+
+// The figures a scrape reads from what the Recorder watches.
+var (
+	queueMessagesDesc = prometheus.NewDesc("azq_queue_messages",
+		"Messages in the queue, visible or not (the approximate message count).",
+		[]string{"account", "queue"}, nil)
+	queueAgeDesc = prometheus.NewDesc("azq_queue_oldest_visible_message_age_seconds",
+		"Time since the message at the head of the queue (the visible message visible longest, which the next Get takes) was put; 0 when none is visible.",
+		[]string{"account", "queue"}, nil)
+	faultHitsDesc = prometheus.NewDesc("azq_fault_hits_total",
+		"Times each fault rule fired.",
+		[]string{"rule"}, nil)
+	throttledDesc = prometheus.NewDesc("azq_throttled_requests_total",
+		"Requests the throttle refused with 503 ServerBusy.",
+		nil, nil)
+)
+
+// maxScrapedQueues bounds the queues a scrape reports per account, so
+// that a test that makes thousands of queues still gets its metrics.
+const maxScrapedQueues = 1000
+
+// Describe sends the descriptors of every metric the Recorder reports,
+// for prometheus.Registerer.Register.
+func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
+	r.requests.Describe(ch)
+	r.latency.Describe(ch)
+	r.put.Describe(ch)
+	r.deleted.Describe(ch)
+	(&scrape{r: r}).Describe(ch)
+}
+
+// Collect sends every metric, reading the watched queues and Injectors,
+// for a prometheus.Registry of the program's own. The queues are read
+// without a deadline; Handler and WritePrometheus read them with the
+// scrape's context instead.
+func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
+	r.requests.Collect(ch)
+	r.latency.Collect(ch)
+	r.put.Collect(ch)
+	r.deleted.Collect(ch)
+	(&scrape{r: r, ctx: context.Background()}).Collect(ch)
+}
+
+// gatherer returns what one scrape reads: the counters, and the figures
+// of what the Recorder watches, read with ctx. Once gathered, the series
+// of messages put and deleted of queues the scrape found gone are
+// removed. It gathers through one registry, made for the scrape: each
+// Gather allocates its buffers afresh, tens of kilobytes.
+func (r *Recorder) gatherer(ctx context.Context) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		s := &scrape{r: r, ctx: ctx, listed: map[string]map[string]bool{}}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(r.requests, r.latency, r.put, r.deleted, s)
+		fams, err := reg.Gather()
+		if perr := s.prune(fams); perr != nil {
+			err = errors.Join(err, perr)
+		}
+		return fams, err
+	})
+}
 
 // WritePrometheus writes every metric in the Prometheus text exposition
-// format (version 0.0.4):
+// format (ContentType):
 //
 //	azq_requests_total{account,operation,outcome}           counter
 //	azq_request_duration_seconds{operation}                 histogram
@@ -28,90 +93,26 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 //	azq_fault_hits_total{rule}                              counter
 //	azq_throttled_requests_total                            counter
 //
-// The queue gauges are read from the watched Services as the scrape runs.
-// Series are sorted, so two scrapes of the same state are the same text.
+// The queue gauges are read from the watched services as the scrape
+// runs, at a cost that grows with their queues, not their messages.
+// Families and series come sorted, so two scrapes of the same state are
+// the same text. A failure to read a service's queues leaves out what
+// could not be read and is returned after the rest is written.
 func (r *Recorder) WritePrometheus(ctx context.Context, w io.Writer) error {
-	gauges, gerr := r.queueGauges(ctx)
-	bw := bufio.NewWriter(w)
-	p := &promWriter{w: bw}
-
-	snap := r.Snapshot()
-	p.family("azq_requests_total", "counter", "Requests answered, by account, operation and outcome (success, client_error, throttling_error, server_error, network_error).")
-	for _, c := range snap.Requests {
-		p.sample("azq_requests_total", []string{"account", c.Account, "operation", c.Operation, "outcome", string(c.Outcome)}, float64(c.Count))
-	}
-
-	r.mu.RLock()
-	hists := maps.Clone(r.latency)
-	injectors := slices.Clone(r.injectors)
-	r.mu.RUnlock()
-	p.family("azq_request_duration_seconds", "histogram", "Time from a request's arrival to its answer, by operation.")
-	for _, op := range slices.Sorted(maps.Keys(hists)) {
-		h := hists[op]
-		var cum int64
-		for i, le := range latencyBuckets {
-			cum += h.counts[i].Load()
-			p.sample("azq_request_duration_seconds_bucket", []string{"operation", op, "le", formatFloat(le)}, float64(cum))
+	fams, gerr := r.gatherer(ctx).Gather()
+	enc := expfmt.NewEncoder(w, expfmt.Format(ContentType))
+	for _, f := range fams {
+		if err := enc.Encode(f); err != nil {
+			return err
 		}
-		cum += h.counts[len(latencyBuckets)].Load()
-		p.sample("azq_request_duration_seconds_bucket", []string{"operation", op, "le", "+Inf"}, float64(cum))
-		p.sample("azq_request_duration_seconds_sum", []string{"operation", op}, float64(h.sum.Load())/1e9)
-		p.sample("azq_request_duration_seconds_count", []string{"operation", op}, float64(cum))
-	}
-
-	p.family("azq_messages_put_total", "counter", "Messages put (Put Message requests that took effect), by queue.")
-	for _, c := range snap.MessagesPut {
-		p.sample("azq_messages_put_total", []string{"account", c.Account, "queue", c.Queue}, float64(c.Count))
-	}
-	p.family("azq_messages_deleted_total", "counter", "Messages deleted (Delete Message requests that took effect), by queue.")
-	for _, c := range snap.MessagesDeleted {
-		p.sample("azq_messages_deleted_total", []string{"account", c.Account, "queue", c.Queue}, float64(c.Count))
-	}
-
-	p.family("azq_queue_messages", "gauge", "Messages in the queue, visible or not (the approximate message count).")
-	for _, g := range gauges {
-		p.sample("azq_queue_messages", []string{"account", g.account, "queue", g.queue}, float64(g.messages))
-	}
-	p.family("azq_queue_oldest_visible_message_age_seconds", "gauge", "Time since the oldest visible message was put; 0 when none is visible.")
-	for _, g := range gauges {
-		p.sample("azq_queue_oldest_visible_message_age_seconds", []string{"account", g.account, "queue", g.queue}, g.oldestVisible)
-	}
-
-	p.family("azq_fault_hits_total", "counter", "Times each fault rule fired.")
-	var throttled int64
-	type hit struct {
-		rule string
-		n    int64
-	}
-	var hits []hit
-	for _, in := range injectors {
-		// Totals, unlike Status, keep what was counted when the rules or
-		// the throttle are removed or replaced: counters never go back.
-		tot := in.Totals()
-		throttled += tot.Throttled
-		for name, n := range tot.Hits {
-			hits = append(hits, hit{name, n})
-		}
-	}
-	slices.SortStableFunc(hits, func(a, b hit) int {
-		if c := strings.Compare(a.rule, b.rule); c != 0 {
-			return c
-		}
-		return int(a.n - b.n)
-	})
-	for _, h := range hits {
-		p.sample("azq_fault_hits_total", []string{"rule", h.rule}, float64(h.n))
-	}
-	p.family("azq_throttled_requests_total", "counter", "Requests the throttle refused with 503 ServerBusy.")
-	p.sample("azq_throttled_requests_total", nil, float64(throttled))
-
-	if err := bw.Flush(); err != nil {
-		return err
 	}
 	return gerr
 }
 
-// Handler serves WritePrometheus to GET and HEAD requests.
+// Handler serves the metrics to GET and HEAD requests, through
+// client_golang's promhttp: the text format, or what the scraper's Accept
+// header asks for. A failure to read a service's queues leaves their
+// gauges out; the counters are still served.
 func (r *Recorder) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet && req.Method != http.MethodHead {
@@ -119,69 +120,153 @@ func (r *Recorder) Handler() http.Handler {
 			http.Error(w, "metrics are read with GET", http.StatusMethodNotAllowed)
 			return
 		}
-		w.Header().Set("Content-Type", ContentType)
 		w.Header().Set("Cache-Control", "no-store")
-		if req.Method == http.MethodHead {
-			return
-		}
-		// A failure to read the queues leaves their gauges out; the
-		// counters are still worth having.
-		_ = r.WritePrometheus(req.Context(), w)
+		promhttp.HandlerFor(r.gatherer(req.Context()), promhttp.HandlerOpts{
+			ErrorHandling:     promhttp.ContinueOnError,
+			EnableOpenMetrics: true,
+		}).ServeHTTP(w, req)
 	})
 }
 
-// promWriter writes the text format.
-type promWriter struct{ w *bufio.Writer }
-
-func (p *promWriter) family(name, typ, help string) {
-	p.w.WriteString("# HELP ")
-	p.w.WriteString(name)
-	p.w.WriteByte(' ')
-	p.w.WriteString(escapeHelp(help))
-	p.w.WriteString("\n# TYPE ")
-	p.w.WriteString(name)
-	p.w.WriteByte(' ')
-	p.w.WriteString(typ)
-	p.w.WriteByte('\n')
+// scrape collects the figures of what a Recorder watches, with the
+// context of one scrape.
+type scrape struct {
+	r   *Recorder
+	ctx context.Context
+	// listed holds, by account, the queues of each service whose listing
+	// was complete, for prune; nil when nothing is pruned.
+	listed map[string]map[string]bool
 }
 
-// sample writes name{labels} value; labels alternate names and values.
-func (p *promWriter) sample(name string, labels []string, v float64) {
-	p.w.WriteString(name)
-	if len(labels) > 0 {
-		p.w.WriteByte('{')
-		for i := 0; i < len(labels); i += 2 {
-			if i > 0 {
-				p.w.WriteByte(',')
-			}
-			p.w.WriteString(labels[i])
-			p.w.WriteString(`="`)
-			p.w.WriteString(escapeLabel(labels[i+1]))
-			p.w.WriteByte('"')
+func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueMessagesDesc
+	ch <- queueAgeDesc
+	ch <- faultHitsDesc
+	ch <- throttledDesc
+}
+
+func (s *scrape) Collect(ch chan<- prometheus.Metric) {
+	services, injectors := s.r.watched()
+	for _, ws := range services {
+		if err := s.collectQueues(ws, ch); err != nil {
+			ch <- prometheus.NewInvalidMetric(queueMessagesDesc, fmt.Errorf("reading the queues of account %s: %w", ws.account, err))
 		}
-		p.w.WriteByte('}')
 	}
-	p.w.WriteByte(' ')
-	p.w.WriteString(formatFloat(v))
-	p.w.WriteByte('\n')
+	// Totals, unlike Status, keep what was counted when the rules or the
+	// throttle are removed or replaced: the counters never go back.
+	hits := map[string]int64{}
+	var throttled int64
+	for _, in := range injectors {
+		tot := in.Totals()
+		throttled += tot.Throttled
+		for rule, n := range tot.Hits {
+			hits[rule] += n
+		}
+	}
+	for _, rule := range slices.Sorted(maps.Keys(hits)) {
+		ch <- prometheus.MustNewConstMetric(faultHitsDesc, prometheus.CounterValue, float64(hits[rule]), labelValue(rule))
+	}
+	ch <- prometheus.MustNewConstMetric(throttledDesc, prometheus.CounterValue, float64(throttled))
 }
 
-var (
-	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-)
-
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
-
-func formatFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
+// collectQueues sends the gauges of the first maxScrapedQueues queues of
+// ws, and drops the per-queue counters of its queues that are gone.
+func (s *scrape) collectQueues(ws watchedService, ch chan<- prometheus.Metric) error {
+	opts := azq.ListQueuesOptions{MaxResults: maxScrapedQueues}
+	seen := map[string]bool{}
+	var complete bool
+	if sr, ok := ws.svc.(azq.QueueStatsReader); ok {
+		page, err := sr.QueueStats(s.ctx, opts)
+		if err != nil {
+			return err
+		}
+		now := ws.svc.Clock().Now()
+		for _, st := range page.Queues {
+			var age float64
+			if !st.HeadInserted.IsZero() {
+				age = max(0, now.Sub(st.HeadInserted).Seconds())
+			}
+			ch <- prometheus.MustNewConstMetric(queueMessagesDesc, prometheus.GaugeValue, float64(st.Count), ws.account, st.Name)
+			ch <- prometheus.MustNewConstMetric(queueAgeDesc, prometheus.GaugeValue, age, ws.account, st.Name)
+			seen[st.Name] = true
+		}
+		complete = page.NextMarker == ""
+	} else {
+		// A back end that cannot read its figures in one go is asked for
+		// each queue's properties, which hold its approximate count.
+		page, err := ws.svc.ListQueues(s.ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Queues {
+			p, err := properties(s.ctx, ws.svc, it.Name)
+			if errors.Is(err, azq.ErrQueueNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			ch <- prometheus.MustNewConstMetric(queueMessagesDesc, prometheus.GaugeValue, float64(p.ApproximateMessagesCount), ws.account, it.Name)
+			seen[it.Name] = true
+		}
+		complete = page.NextMarker == ""
 	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	if complete && s.listed != nil {
+		s.listed[ws.account] = seen
+	}
+	return nil
+}
+
+func properties(ctx context.Context, svc azq.QueueService, name string) (azq.Properties, error) {
+	ref, err := svc.Ref(name)
+	if err != nil {
+		return azq.Properties{}, err
+	}
+	return ref.Properties(ctx)
+}
+
+// prune removes the series of messages put and deleted, among fams, of
+// the queues of watched services that no longer exist: those deleted
+// other than through a request the Recorder observed (in process, say),
+// and those a request observed late brought back after the queue's
+// deletion. Only a service whose listing was complete is pruned, and a
+// queue missing from it is asked for again, in case it was created
+// since, before its series go.
+func (s *scrape) prune(fams []*dto.MetricFamily) error {
+	if len(s.listed) == 0 {
+		return nil
+	}
+	services, _ := s.r.watched()
+	svcs := map[string]azq.QueueService{}
+	for _, ws := range services {
+		svcs[ws.account] = ws.svc
+	}
+	type queueKey struct{ account, queue string }
+	gone := map[queueKey]bool{}
+	for _, f := range fams {
+		if n := f.GetName(); n != "azq_messages_put_total" && n != "azq_messages_deleted_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := labels(m)
+			if listed, ok := s.listed[l["account"]]; ok && !listed[l["queue"]] {
+				gone[queueKey{l["account"], l["queue"]}] = true
+			}
+		}
+	}
+	checked := 0
+	for k := range gone {
+		if checked == maxScrapedQueues {
+			break // the next scrape goes on
+		}
+		checked++
+		_, err := properties(s.ctx, svcs[k.account], k.queue)
+		switch {
+		case errors.Is(err, azq.ErrQueueNotFound), errors.Is(err, azq.ErrInvalidQueueName):
+			s.r.forgetQueue(k.account, k.queue)
+		case err != nil:
+			return err
+		}
+	}
+	return nil
 }

@@ -2,32 +2,45 @@ package metrics
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
+	"unicode/utf8"
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Recorder counts Observations and, when scraped, reads the queues of the
-// Services and the rule hits of the Injectors it watches. Its Observe is
+// services and the rule hits of the Injectors it watches. Its Observe is
 // what server.Options.Observe and azqtest.FaultyQueue take; Snapshot gives
-// the counts to a test, WritePrometheus and Handler to Prometheus.
+// the counts to a test, WritePrometheus and Handler to Prometheus. It is
+// a prometheus.Collector, so it can also be registered with a registry of
+// the program's own.
 //
-// Observe costs a read-locked map lookup and a few atomic additions; the
-// maps grow with the accounts, operations and queues seen, never with
-// requests.
+// The counters are client_golang's: Observe finds a series by its label
+// values and adds to it atomically, with no lock held across requests.
+// The series grow with the accounts, operations and queues seen, never
+// with requests, and a queue's series go when it is deleted.
 type Recorder struct {
-	mu        sync.RWMutex // guards the maps and lists; the counters are atomic
-	requests  map[requestKey]*atomic.Int64
-	latency   map[string]*histogram // by operation
-	put       map[queueKey]*atomic.Int64
-	deleted   map[queueKey]*atomic.Int64
+	requests *prometheus.CounterVec   // account, operation, outcome
+	latency  *prometheus.HistogramVec // operation
+	put      *prometheus.CounterVec   // account, queue
+	deleted  *prometheus.CounterVec   // account, queue
+	// observed gathers the four above, for Snapshot and scrapes.
+	observed *prometheus.Registry
+
+	// The series of requests and of latencies, by their label values,
+	// as WithLabelValues returned them: a lookup in a map of a few dozen
+	// entries costs Observe less than hashing the label values again.
+	// They are never deleted, so a series found here is the vec's.
+	seriesMu      sync.RWMutex // guards requestSeries and latencySeries
+	requestSeries map[requestKey]prometheus.Counter
+	latencySeries map[string]prometheus.Observer
+
+	mu        sync.Mutex // guards services and injectors
 	services  []watchedService
 	injectors []*faults.Injector
 }
@@ -37,98 +50,137 @@ type requestKey struct {
 	outcome            Outcome
 }
 
-type queueKey struct{ account, queue string }
-
 type watchedService struct {
 	account string
-	svc     *azq.Service
+	svc     azq.QueueService
 }
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{
-		requests: map[requestKey]*atomic.Int64{},
-		latency:  map[string]*histogram{},
-		put:      map[queueKey]*atomic.Int64{},
-		deleted:  map[queueKey]*atomic.Int64{},
+	r := &Recorder{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "azq_requests_total",
+			Help: "Requests answered, by account, operation and outcome (success, client_error, throttling_error, server_error, network_error).",
+		}, []string{"account", "operation", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "azq_request_duration_seconds",
+			Help:    "Time from a request's arrival to its answer, by operation.",
+			Buckets: latencyBuckets,
+		}, []string{"operation"}),
+		put: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "azq_messages_put_total",
+			Help: "Messages put (Put Message requests that took effect), by queue.",
+		}, []string{"account", "queue"}),
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "azq_messages_deleted_total",
+			Help: "Messages deleted (Delete Message requests that took effect), by queue.",
+		}, []string{"account", "queue"}),
+		observed:      prometheus.NewRegistry(),
+		requestSeries: map[requestKey]prometheus.Counter{},
+		latencySeries: map[string]prometheus.Observer{},
 	}
+	r.observed.MustRegister(r.requests, r.latency, r.put, r.deleted)
+	return r
 }
 
-// WatchService makes scrapes report the queues of svc, the Service of
-// account: each queue's approximate message count and the age of its
-// oldest visible message.
-func (r *Recorder) WatchService(account string, svc *azq.Service) {
+// WatchService makes scrapes report the queues of svc, the back end of
+// account: each queue's approximate message count and, where svc reads
+// it (azq.QueueStatsReader, as *azq.Service does), the age of the message
+// at the head of the queue. A back end without it, such as package
+// azure's, is read through ListQueues and each queue's Properties: one
+// request per queue and scrape, and no age.
+func (r *Recorder) WatchService(account string, svc azq.QueueService) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.services = append(r.services, watchedService{account, svc})
 }
 
 // WatchFaults makes scrapes report the hits of in's rules and the
-// requests its throttle refused.
+// requests its throttle refused, as counted since in was made: replacing
+// or clearing its throttle or rules sets nothing back.
 func (r *Recorder) WatchFaults(in *faults.Injector) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.injectors = append(r.injectors, in)
 }
 
+// watched returns what the Recorder watches.
+func (r *Recorder) watched() ([]watchedService, []*faults.Injector) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.services), slices.Clone(r.injectors)
+}
+
 // Observe counts one answered request: by account, operation and outcome;
 // its duration, by operation; and, for a Put Message or Delete Message
-// that took effect, a message put or deleted.
+// that took effect, a message put or deleted. A Delete Queue that took
+// effect removes the queue's series of messages put and deleted: a
+// client that creates and deletes queue names does not grow the metrics.
 func (r *Recorder) Observe(o Observation) {
 	if o.Operation == "" {
 		o.Operation = "UnknownOperation"
 	}
-	counter(r, r.requests, requestKey{o.Account, o.Operation, o.Outcome}, newCounter).Add(1)
-	counter(r, r.latency, o.Operation, newHistogram).observe(o.Duration)
-	if o.TookEffect() && o.Queue != "" {
+	account, queue := labelValue(o.Account), labelValue(o.Queue)
+	op := labelValue(o.Operation)
+	requests, latency := r.series(requestKey{account, op, Outcome(labelValue(string(o.Outcome)))})
+	requests.Inc()
+	latency.Observe(o.Duration.Seconds())
+	if o.TookEffect() && queue != "" {
 		switch o.Operation {
 		case "PutMessage":
-			counter(r, r.put, queueKey{o.Account, o.Queue}, newCounter).Add(1)
+			r.put.WithLabelValues(account, queue).Inc()
 		case "DeleteMessage":
-			counter(r, r.deleted, queueKey{o.Account, o.Queue}, newCounter).Add(1)
+			r.deleted.WithLabelValues(account, queue).Inc()
+		case "DeleteQueue":
+			r.forgetQueue(account, queue)
 		}
 	}
 }
 
-func newCounter() *atomic.Int64 { return new(atomic.Int64) }
+// series returns the request counter of k and the latency histogram of
+// its operation, adding them if they are new.
+func (r *Recorder) series(k requestKey) (prometheus.Counter, prometheus.Observer) {
+	r.seriesMu.RLock()
+	c, h := r.requestSeries[k], r.latencySeries[k.operation]
+	r.seriesMu.RUnlock()
+	if c != nil && h != nil {
+		return c, h
+	}
+	r.seriesMu.Lock()
+	defer r.seriesMu.Unlock()
+	if c = r.requestSeries[k]; c == nil {
+		c = r.requests.WithLabelValues(k.account, k.operation, string(k.outcome))
+		r.requestSeries[k] = c
+	}
+	if h = r.latencySeries[k.operation]; h == nil {
+		h = r.latency.WithLabelValues(k.operation)
+		r.latencySeries[k.operation] = h
+	}
+	return c, h
+}
 
-// counter returns m[k], adding it if it is missing.
-func counter[K comparable, V any](r *Recorder, m map[K]*V, k K, add func() *V) *V {
-	r.mu.RLock()
-	c := m[k]
-	r.mu.RUnlock()
-	if c != nil {
-		return c
+// forgetQueue removes the per-queue series of a deleted queue. A series
+// that disappears and comes back may start again from zero, which
+// Prometheus's rate and increase take as a counter reset.
+func (r *Recorder) forgetQueue(account, queue string) {
+	r.put.DeleteLabelValues(account, queue)
+	r.deleted.DeleteLabelValues(account, queue)
+}
+
+// labelValue makes s a valid label value: client_golang refuses (and its
+// WithLabelValues panics on) text that is not UTF-8, which an Observe
+// hook fed by other code might pass.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c = m[k]; c == nil {
-		c = add()
-		m[k] = c
-	}
-	return c
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // latencyBuckets are the upper bounds, in seconds, of the request
 // duration histogram: from half a millisecond, an in-memory operation,
 // to ten seconds, an injected delay.
 var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
-
-// histogram counts durations into latencyBuckets (not cumulative: counts[i]
-// holds those in (bucket i-1, bucket i], the last those above every bound).
-type histogram struct {
-	counts [15]atomic.Int64
-	sum    atomic.Int64 // nanoseconds
-}
-
-func newHistogram() *histogram { return &histogram{} }
-
-func (h *histogram) observe(d time.Duration) {
-	s := d.Seconds()
-	i, _ := slices.BinarySearch(latencyBuckets, s)
-	h.counts[i].Add(1)
-	h.sum.Add(int64(d))
-}
 
 // RequestCount is the number of requests with one account, operation and
 // outcome.
@@ -163,86 +215,41 @@ func (s *Snapshot) Count(op string, out Outcome) int64 {
 	return n
 }
 
-// Snapshot returns the counts so far.
+// Snapshot returns the counts so far. It reads the counters only, not
+// the watched queues.
 func (r *Recorder) Snapshot() Snapshot {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	fams, _ := r.observed.Gather() // the counters cannot fail to gather
 	var s Snapshot
-	for k, c := range r.requests {
-		s.Requests = append(s.Requests, RequestCount{k.account, k.operation, k.outcome, c.Load()})
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			l := labels(m)
+			n := int64(m.GetCounter().GetValue())
+			switch f.GetName() {
+			case "azq_requests_total":
+				s.Requests = append(s.Requests, RequestCount{l["account"], l["operation"], Outcome(l["outcome"]), n})
+			case "azq_messages_put_total":
+				s.MessagesPut = append(s.MessagesPut, QueueCount{l["account"], l["queue"], n})
+			case "azq_messages_deleted_total":
+				s.MessagesDeleted = append(s.MessagesDeleted, QueueCount{l["account"], l["queue"], n})
+			}
+		}
 	}
 	slices.SortFunc(s.Requests, func(a, b RequestCount) int {
 		return cmp.Or(strings.Compare(a.Account, b.Account), strings.Compare(a.Operation, b.Operation), strings.Compare(string(a.Outcome), string(b.Outcome)))
 	})
-	s.MessagesPut = queueCounts(r.put)
-	s.MessagesDeleted = queueCounts(r.deleted)
+	byQueue := func(a, b QueueCount) int {
+		return cmp.Or(strings.Compare(a.Account, b.Account), strings.Compare(a.Queue, b.Queue))
+	}
+	slices.SortFunc(s.MessagesPut, byQueue)
+	slices.SortFunc(s.MessagesDeleted, byQueue)
 	return s
 }
 
-func queueCounts(m map[queueKey]*atomic.Int64) []QueueCount {
-	var out []QueueCount
-	for k, c := range m {
-		out = append(out, QueueCount{k.account, k.queue, c.Load()})
+// labels returns m's labels by name.
+func labels(m *dto.Metric) map[string]string {
+	l := make(map[string]string, len(m.GetLabel()))
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
 	}
-	slices.SortFunc(out, func(a, b QueueCount) int {
-		return cmp.Or(strings.Compare(a.Account, b.Account), strings.Compare(a.Queue, b.Queue))
-	})
-	return out
-}
-
-// queueGauge is one queue's figures at a scrape.
-type queueGauge struct {
-	account, queue string
-	messages       int
-	oldestVisible  float64 // seconds; 0 when none is visible
-}
-
-// maxScrapedQueues bounds the queues a scrape reports per account, so
-// that a test that makes thousands of queues still gets its metrics.
-const maxScrapedQueues = 1000
-
-// queueGauges reads every watched Service's queues.
-func (r *Recorder) queueGauges(ctx context.Context) ([]queueGauge, error) {
-	r.mu.RLock()
-	services := slices.Clone(r.services)
-	r.mu.RUnlock()
-	var out []queueGauge
-	for _, ws := range services {
-		opts := azq.ListQueuesOptions{}
-		n := 0
-	pages:
-		for {
-			page, err := ws.svc.ListQueues(ctx, opts)
-			if err != nil {
-				return out, err
-			}
-			for _, it := range page.Queues {
-				if n == maxScrapedQueues {
-					break pages
-				}
-				q, err := ws.svc.Queue(it.Name)
-				if err != nil {
-					continue // deleted meanwhile
-				}
-				snap, err := q.Inspect(ctx, 0)
-				if errors.Is(err, azq.ErrQueueNotFound) {
-					continue
-				}
-				if err != nil {
-					return out, err
-				}
-				g := queueGauge{account: ws.account, queue: it.Name, messages: snap.Count}
-				if !snap.OldestVisible.IsZero() {
-					g.oldestVisible = max(0, snap.Time.Sub(snap.OldestVisible).Seconds())
-				}
-				out = append(out, g)
-				n++
-			}
-			if page.NextMarker == "" {
-				break
-			}
-			opts.Marker = page.NextMarker
-		}
-	}
-	return out, nil
+	return l
 }

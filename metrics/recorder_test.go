@@ -17,12 +17,13 @@ import (
 	"github.com/benbjohnson/clock"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // parse reads the text format with Prometheus's own parser.
 func parse(t *testing.T, text []byte) map[string]*dto.MetricFamily {
 	t.Helper()
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
 		t.Fatalf("the Prometheus parser refuses the exposition: %v\n%s", err, text)

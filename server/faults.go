@@ -57,8 +57,9 @@ func (q *request) injectFault() bool {
 	d := q.s.faults.Decide(faults.Request{Operation: q.op.String(), Account: q.acct.acct.Name, Queue: q.queue, Messages: q.messagesAsked()})
 	if d.Delay > 0 {
 		if faults.Sleep(q.r.Context(), d.Delay) != nil {
-			// The client went away while the answer was held back.
-			q.fault = &faultState{network: true}
+			// The client went away while the answer was held back: the
+			// client's cancellation, as in fail.
+			q.canceled = true
 			panic(http.ErrAbortHandler)
 		}
 	}
@@ -224,6 +225,6 @@ func (q *request) observe(took time.Duration, aborted bool) {
 			o.Queue = q.queue
 		}
 	}
-	o.Outcome = azqmetrics.OutcomeOf(q.status, q.errCode, aborted || q.droppedConnection())
+	o.Outcome = azqmetrics.OutcomeOf(q.status, q.errCode, aborted || q.canceled || q.droppedConnection())
 	q.s.observe(o)
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -148,10 +150,17 @@ func (q *request) writeXML(status int, body []byte) {
 	}
 }
 
-// fail answers with Azure's Error XML and x-ms-error-code for err.
+// fail answers with Azure's Error XML and x-ms-error-code for err. A
+// request whose client went away gets no answer, as nobody would receive
+// it: the connection is dropped (http.ErrAbortHandler), so that a client
+// that is somehow still there sees a failure, never an empty 200.
 func (q *request) fail(err error) {
 	if q.wrote {
 		return
+	}
+	if q.clientGone(err) {
+		q.canceled = true
+		panic(http.ErrAbortHandler)
 	}
 	e := failure(err)
 	q.answerError(e, errorMessage(e))
@@ -283,6 +292,16 @@ func errorMessage(e *azq.Error) string {
 		return m
 	}
 	return e.Message
+}
+
+// clientGone reports whether err is the cancellation of the request's
+// context, which net/http cancels when the client closes the connection
+// before its answer (or the server is made to stop serving). The back end
+// gave up because nobody is waiting: it is not a server failure, and it
+// is logged and counted as the client's (metrics.NetworkError, Azure's
+// NetworkError), never as 500 InternalError.
+func (q *request) clientGone(err error) bool {
+	return errors.Is(err, context.Canceled) && q.r.Context().Err() != nil
 }
 
 func errInternal() *azq.Error {

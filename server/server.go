@@ -43,9 +43,16 @@ type Options struct {
 	StrictVersion bool
 	// Logger receives one record per request: method, path, operation,
 	// account, queue, status, Azure error code, duration, the x-ms-version
-	// and User-Agent sent, and the request id. Successful requests are
-	// logged at debug level, client errors (4xx) at info, server errors
-	// (5xx) at error. nil logs nothing.
+	// and User-Agent sent, the request id (x-ms-request-id), and, when the
+	// client sent them, its x-ms-client-request-id (client_request_id; the
+	// Azure SDKs send one with every request) and the trace-id and
+	// parent-id of its W3C traceparent (trace_id, parent_id; an SDK with
+	// tracing on sends one), so that a client's request can be found in
+	// the log. A malformed traceparent is logged as traceparent_invalid
+	// and otherwise ignored; client values are cut to 256 bytes. Successful requests are
+	// logged at debug level; client errors (4xx) at info, and so are
+	// requests whose client went away before the answer (status 0,
+	// client_canceled); server errors (5xx) at error. nil logs nothing.
 	Logger *slog.Logger
 	// OAuth, when set, accepts Microsoft Entra ID bearer tokens over
 	// HTTPS (see OAuthOptions). Without it a bearer token is refused.
@@ -359,7 +366,10 @@ type request struct {
 
 	status  int
 	errCode string
-	fault   *faultState // nil unless an injected fault fired
+	// canceled is set when the client went away before the answer, and
+	// none was sent (see clientGone).
+	canceled bool
+	fault    *faultState // nil unless an injected fault fired
 	// bodyLen is the length of the body writeXML sends, for its
 	// Content-Length header; -1 until then.
 	bodyLen int
@@ -386,7 +396,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				q.fail(errInternal())
 			}
 		}
-		if s.log != nil && (!aborted || q.droppedConnection()) {
+		if s.log != nil && (!aborted || q.droppedConnection() || q.canceled) {
 			q.logRequest(time.Since(start))
 		}
 		if s.observe != nil {
@@ -403,13 +413,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // logRequest writes the request's log record: at debug level when it
 // succeeded, at info level with the error code when the client erred
-// (4xx), at error level when the server did (5xx).
+// (4xx) or went away before its answer, at error level when the server
+// erred (5xx).
 func (q *request) logRequest(took time.Duration) {
 	level := slog.LevelDebug
 	switch {
 	case q.status >= 500:
 		level = slog.LevelError
-	case q.status >= 400:
+	case q.status >= 400, q.canceled:
 		level = slog.LevelInfo
 	}
 	ctx := context.Background()
@@ -434,11 +445,18 @@ func (q *request) logRequest(took time.Duration) {
 	if q.errCode != "" {
 		attrs = append(attrs, slog.String("error_code", q.errCode))
 	}
+	if q.canceled {
+		attrs = append(attrs, slog.Bool("client_canceled", true))
+	}
 	attrs = append(attrs,
 		slog.Duration("duration", took),
 		slog.String("x_ms_version", q.r.Header.Get("X-Ms-Version")),
 		slog.String("user_agent", q.r.UserAgent()),
 		slog.String("request_id", q.reqID))
+	if id := q.r.Header["X-Ms-Client-Request-Id"]; len(id) > 0 {
+		attrs = append(attrs, slog.String("client_request_id", truncate(id[0], maxLoggedHeader)))
+	}
+	attrs = q.traceAttrs(attrs)
 	q.s.log.LogAttrs(ctx, level, "request", attrs...)
 }
 

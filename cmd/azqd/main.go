@@ -192,9 +192,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if rec != nil {
 		for _, a := range cfg.accounts {
-			// The queue figures come from the in-memory or durable
-			// Service; a back end of another kind has none to give.
-			if svc := api.Service(a.Name); svc != nil {
+			// Any back end's queues are watched: the in-memory and
+			// durable Services give each queue's figures at the cost of
+			// a few field reads (azq.QueueStatsReader); another back end
+			// gives its counts through each queue's properties.
+			if svc := api.QueueService(a.Name); svc != nil {
 				rec.WatchService(a.Name, svc)
 			}
 		}

@@ -44,10 +44,9 @@ const maxScrapedQueues = 1000
 // Describe sends the descriptors of every metric the Recorder reports,
 // for prometheus.Registerer.Register.
 func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
-	r.requests.Describe(ch)
-	r.latency.Describe(ch)
-	r.put.Describe(ch)
-	r.deleted.Describe(ch)
+	for _, c := range r.c().collectors() {
+		c.Describe(ch)
+	}
 	(&scrape{r: r}).Describe(ch)
 }
 
@@ -56,10 +55,9 @@ func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
 // without a deadline; Handler and WritePrometheus read them with the
 // scrape's context instead.
 func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
-	r.requests.Collect(ch)
-	r.latency.Collect(ch)
-	r.put.Collect(ch)
-	r.deleted.Collect(ch)
+	for _, c := range r.c().collectors() {
+		c.Collect(ch)
+	}
 	(&scrape{r: r, ctx: context.Background()}).Collect(ch)
 }
 
@@ -72,7 +70,7 @@ func (r *Recorder) gatherer(ctx context.Context) prometheus.Gatherer {
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		s := &scrape{r: r, ctx: ctx, listed: map[string]map[string]bool{}}
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(r.requests, r.latency, r.put, r.deleted, s)
+		reg.MustRegister(append(r.c().collectors(), s)...)
 		fams, err := reg.Gather()
 		if perr := s.prune(fams); perr != nil {
 			err = errors.Join(err, perr)

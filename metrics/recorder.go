@@ -25,12 +25,11 @@ import (
 // The series grow with the accounts, operations and queues seen, never
 // with requests, and a queue's series go when it is deleted.
 type Recorder struct {
-	requests *prometheus.CounterVec   // account, operation, outcome
-	latency  *prometheus.HistogramVec // operation
-	put      *prometheus.CounterVec   // account, queue
-	deleted  *prometheus.CounterVec   // account, queue
-	// observed gathers the four above, for Snapshot and scrapes.
-	observed *prometheus.Registry
+	// counts holds the counters, made at first use: a Recorder that
+	// nothing observes or scrapes (the metrics of a test server that
+	// serves a request or two) costs little more than its struct.
+	countsOnce sync.Once
+	counts     *counters
 
 	// The series of requests and of latencies, by their label values,
 	// as WithLabelValues returned them: a lookup in a map of a few dozen
@@ -55,9 +54,32 @@ type watchedService struct {
 	svc     azq.QueueService
 }
 
+// counters are a Recorder's client_golang counters and histogram.
+type counters struct {
+	requests *prometheus.CounterVec   // account, operation, outcome
+	latency  *prometheus.HistogramVec // operation
+	put      *prometheus.CounterVec   // account, queue
+	deleted  *prometheus.CounterVec   // account, queue
+	// observed gathers the four above, for Snapshot.
+	observed *prometheus.Registry
+}
+
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	r := &Recorder{
+	return &Recorder{
+		requestSeries: map[requestKey]prometheus.Counter{},
+		latencySeries: map[string]prometheus.Observer{},
+	}
+}
+
+// c returns the Recorder's counters, making them at the first call.
+func (r *Recorder) c() *counters {
+	r.countsOnce.Do(func() { r.counts = newCounters() })
+	return r.counts
+}
+
+func newCounters() *counters {
+	c := &counters{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "azq_requests_total",
 			Help: "Requests answered, by account, operation and outcome (success, client_error, throttling_error, server_error, network_error).",
@@ -75,12 +97,15 @@ func NewRecorder() *Recorder {
 			Name: "azq_messages_deleted_total",
 			Help: "Messages deleted (Delete Message requests that took effect), by queue.",
 		}, []string{"account", "queue"}),
-		observed:      prometheus.NewRegistry(),
-		requestSeries: map[requestKey]prometheus.Counter{},
-		latencySeries: map[string]prometheus.Observer{},
+		observed: prometheus.NewRegistry(),
 	}
-	r.observed.MustRegister(r.requests, r.latency, r.put, r.deleted)
-	return r
+	c.observed.MustRegister(c.collectors()...)
+	return c
+}
+
+// collectors returns the counters as collectors, for a registry.
+func (c *counters) collectors() []prometheus.Collector {
+	return []prometheus.Collector{c.requests, c.latency, c.put, c.deleted}
 }
 
 // WatchService makes scrapes report the queues of svc, the back end of
@@ -128,9 +153,9 @@ func (r *Recorder) Observe(o Observation) {
 	if o.TookEffect() && queue != "" {
 		switch o.Operation {
 		case "PutMessage":
-			r.put.WithLabelValues(account, queue).Inc()
+			r.c().put.WithLabelValues(account, queue).Inc()
 		case "DeleteMessage":
-			r.deleted.WithLabelValues(account, queue).Inc()
+			r.c().deleted.WithLabelValues(account, queue).Inc()
 		case "DeleteQueue":
 			r.forgetQueue(account, queue)
 		}
@@ -149,11 +174,11 @@ func (r *Recorder) series(k requestKey) (prometheus.Counter, prometheus.Observer
 	r.seriesMu.Lock()
 	defer r.seriesMu.Unlock()
 	if c = r.requestSeries[k]; c == nil {
-		c = r.requests.WithLabelValues(k.account, k.operation, string(k.outcome))
+		c = r.c().requests.WithLabelValues(k.account, k.operation, string(k.outcome))
 		r.requestSeries[k] = c
 	}
 	if h = r.latencySeries[k.operation]; h == nil {
-		h = r.latency.WithLabelValues(k.operation)
+		h = r.c().latency.WithLabelValues(k.operation)
 		r.latencySeries[k.operation] = h
 	}
 	return c, h
@@ -163,8 +188,9 @@ func (r *Recorder) series(k requestKey) (prometheus.Counter, prometheus.Observer
 // that disappears and comes back may start again from zero, which
 // Prometheus's rate and increase take as a counter reset.
 func (r *Recorder) forgetQueue(account, queue string) {
-	r.put.DeleteLabelValues(account, queue)
-	r.deleted.DeleteLabelValues(account, queue)
+	c := r.c()
+	c.put.DeleteLabelValues(account, queue)
+	c.deleted.DeleteLabelValues(account, queue)
 }
 
 // labelValue makes s a valid label value: client_golang refuses (and its
@@ -218,7 +244,7 @@ func (s *Snapshot) Count(op string, out Outcome) int64 {
 // Snapshot returns the counts so far. It reads the counters only, not
 // the watched queues.
 func (r *Recorder) Snapshot() Snapshot {
-	fams, _ := r.observed.Gather() // the counters cannot fail to gather
+	fams, _ := r.c().observed.Gather() // the counters cannot fail to gather
 	var s Snapshot
 	for _, f := range fams {
 		for _, m := range f.GetMetric() {

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/azqlib/azq/internal/editdist"
 )
 
 // Config is a rules file: the seed of the rules' random choices, the
@@ -390,32 +392,11 @@ func nearest(key string, names []string) string {
 	}
 	best, bestDist := "", 3
 	for _, n := range names {
-		if d := editDistance(lower, n); d < bestDist {
+		if d := editdist.Distance(lower, n); d < bestDist {
 			best, bestDist = n, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // jsonError turns a decoding error into a FieldError naming the field

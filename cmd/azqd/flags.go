@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/azqlib/azq/internal/editdist"
 	"github.com/azqlib/azq/server"
 )
 
@@ -220,7 +221,7 @@ func hintFor(err error, fs *flag.FlagSet, args []string) string {
 	// letters: "port" is not "cert".
 	best, bestDist := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(f.Name)); d < bestDist && 3*d <= len(name) {
+		if d := editdist.Distance(strings.ToLower(name), strings.ToLower(f.Name)); d < bestDist && 3*d <= len(name) {
 			best, bestDist = f.Name, d
 		}
 	})
@@ -234,27 +235,6 @@ func hintFor(err error, fs *flag.FlagSet, args []string) string {
 		}
 	}
 	return fmt.Sprintf("did you mean %s%s?", dash, best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // hintError is an error with advice for the person at the command line.

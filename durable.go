@@ -42,6 +42,7 @@ type durableConfig struct {
 	logger       *slog.Logger
 	fs           vfs.FS        // nil: the operating system's
 	ckptBackoff  time.Duration // the first wait before retrying a failed checkpoint
+	allotBytes   int64         // zeros allotted to a log segment at a time; 0: the log's default
 }
 
 type durableOption func(*durableConfig)
@@ -76,15 +77,30 @@ func WithLogger(l *slog.Logger) DurableOption {
 }
 
 // withFS makes a durable Service use fs instead of the operating system's
-// file system; tests inject faults and crashes with it.
+// file system; tests inject faults and crashes with it. It also allots
+// log segments testAllotBytes at a time (withAllotBytes after it
+// overrides that).
 func withFS(fs vfs.FS) DurableOption {
-	return durableOption(func(c *durableConfig) { c.fs = fs })
+	return durableOption(func(c *durableConfig) { c.fs, c.allotBytes = fs, testAllotBytes })
 }
+
+// testAllotBytes is the allotment of withFS: small, since the in-memory
+// file system of the tests copies every byte written, and a megabyte of
+// zeros per segment was most of what their crash loops cost under -race.
+const testAllotBytes = 16 << 10
 
 // withCheckpointBackoff sets the first wait before a failed checkpoint is
 // tried again; tests shorten it.
 func withCheckpointBackoff(d time.Duration) DurableOption {
 	return durableOption(func(c *durableConfig) { c.ckptBackoff = d })
+}
+
+// withAllotBytes sets how many zeros a log segment is allotted at a time
+// (wal.Options.AllotBytes); 0 is the log's default. What a crash leaves and
+// what recovery finds do not depend on it: it is only how many zeros
+// follow the frames, and how often more are allotted.
+func withAllotBytes(n int64) DurableOption {
+	return durableOption(func(c *durableConfig) { c.allotBytes = n })
 }
 
 const (
@@ -206,6 +222,7 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 		SyncInterval:    cfg.syncInterval,
 		CheckpointBytes: cfg.ckptBytes,
 		OnFailure:       d.onFailure,
+		AllotBytes:      cfg.allotBytes,
 	}, wal.Replay{Dependency: r.dependencyRecord, Checkpoint: r.checkpointRecord, Record: r.logRecord})
 	if err != nil {
 		return nil, openError(dir, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq/internal/longrun"
 	"github.com/azqlib/azq/internal/vfs"
 	"github.com/azqlib/azq/internal/wal"
 	"github.com/benbjohnson/clock"
@@ -219,17 +220,42 @@ func (m *mutatingSink) Append(rec []byte) error {
 // and deletion, expiry, queues emptied and refilled), then reopens the
 // directory: the newest checkpoint, those it depends on and the log after
 // it must give back exactly the state the Service had.
+// TestFuzzyCheckpointReplaysExactly writes checkpoints while changes run
+// between their records, crashes, and checks that recovery gives exactly
+// what the Service held. Each seed fills three queues with several chunks
+// of messages, which costs about a second under -race, so the default run
+// takes four seeds, whose runs write 8 to 14 checkpoints (past
+// maxCheckpointDeps, so the later ones copy the oldest's chunks again);
+// TestFuzzyCheckpointReplaysExactlyLong takes twenty more.
 func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
+	fuzzyCheckpoints(t, []uint64{3, 4, 5, 6})
+}
+
+// TestFuzzyCheckpointReplaysExactlyLong is the long run of
+// TestFuzzyCheckpointReplaysExactly: seeds 1 to 24 but those it runs.
+func TestFuzzyCheckpointReplaysExactlyLong(t *testing.T) {
+	longrun.Skip(t)
+	seeds := []uint64{1, 2}
+	for seed := uint64(7); seed <= 24; seed++ {
+		seeds = append(seeds, seed)
+	}
+	fuzzyCheckpoints(t, seeds)
+}
+
+func fuzzyCheckpoints(t *testing.T, seeds []uint64) {
 	// Small, so that the later checkpoints copy the oldest's chunks again.
 	defer func(d, s, m int) { maxCheckpointDeps, migrateShare, minMigrate = d, s, m }(maxCheckpointDeps, migrateShare, minMigrate)
 	maxCheckpointDeps, migrateShare, minMigrate = 3, 2, 1
-	incremental := 0
+	incremental, migrated := 0, 0
 	defer func() {
 		if incremental == 0 && !t.Failed() {
 			t.Error("no recovery used an incremental checkpoint")
 		}
+		if migrated == 0 && !t.Failed() {
+			t.Errorf("no run wrote more than %d checkpoints, so none copied the oldest's chunks again", maxCheckpointDeps+1)
+		}
 	}()
-	for seed := uint64(1); seed <= 24; seed++ {
+	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			clk := clock.NewMock()
@@ -330,6 +356,9 @@ func TestFuzzyCheckpointReplaysExactly(t *testing.T) {
 			}
 			if len(st.Recovery.Dependencies) > 0 {
 				incremental++
+			}
+			if checkpoints > maxCheckpointDeps+1 {
+				migrated++
 			}
 			if n := len(st.Recovery.Dependencies); n > maxCheckpointDeps+1 {
 				t.Fatalf("after %d checkpoints the newest depends on %d older ones", checkpoints, n)

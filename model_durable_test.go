@@ -2,11 +2,13 @@ package azq_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/internal/longrun"
 	"github.com/azqlib/azq/internal/vfs"
 	"pgregory.net/rapid"
 )
@@ -23,15 +25,27 @@ import (
 // operation the model saw return was synced first.
 //
 // Run it harder with: go test -run TestModelDurable -rapid.checks=1000 .
+// (TestModelDurableLong runs ten times the checks.)
 func TestModelDurable(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		m := &durableModel{queueModel: newQueueModel(t)}
-		m.mem = vfs.NewMem()
-		m.mem.SetTornWrites(rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "torn"), 0)))
-		m.open(t)
-		defer func() { m.svc.Close() }()
-		t.Repeat(rapid.StateMachineActions(m))
-	})
+	rapid.Check(t, checkDurableModel)
+}
+
+// TestModelDurableLong is the long run of TestModelDurable: ten times its
+// checks, from ten different seeds (unless -rapid.seed fixes one).
+func TestModelDurableLong(t *testing.T) {
+	longrun.Skip(t)
+	for i := 0; i < 10; i++ {
+		t.Run(fmt.Sprint(i), rapid.MakeCheck(checkDurableModel))
+	}
+}
+
+func checkDurableModel(t *rapid.T) {
+	m := &durableModel{queueModel: newQueueModel(t)}
+	m.mem = vfs.NewMem()
+	m.mem.SetTornWrites(rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "torn"), 0)))
+	m.open(t)
+	defer func() { m.svc.Close() }()
+	t.Repeat(rapid.StateMachineActions(m))
 }
 
 const modelDir = "/model"

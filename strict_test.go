@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq/internal/longrun"
 	"github.com/azqlib/azq/internal/vfs"
 )
 
@@ -24,15 +25,29 @@ import (
 // Service while checkpoints run in the background, cuts the power at a
 // random file system operation (often inside a checkpoint), and checks
 // every acknowledged operation against what recovery finds, receipts
-// included.
+// included. TestStrictCrashLong runs more seeds.
 func TestStrictCrash(t *testing.T) {
-	seeds := 120
-	if testing.Short() {
-		seeds = 20
-	}
-	inCheckpoint := 0
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		r := crashCheck(t, seed, nil)
+	strictCrash(t, 1, 30)
+}
+
+// TestStrictCrashLong is TestStrictCrash's long run: 120 more seeds, every
+// fourth with the log's default allotment of a megabyte of zeros per
+// segment rather than the tests' small one.
+func TestStrictCrashLong(t *testing.T) {
+	longrun.Skip(t)
+	strictCrash(t, 31, 150)
+}
+
+// strictCrash runs crashCheck for the seeds from first to last and checks
+// that enough of the power cuts fell inside a checkpoint.
+func strictCrash(t *testing.T, first, last uint64) {
+	inCheckpoint, seeds := 0, int(last-first+1)
+	for seed := first; seed <= last; seed++ {
+		var opts []DurableOption
+		if seed > 30 && seed%4 == 0 {
+			opts = append(opts, withAllotBytes(0))
+		}
+		r := crashCheck(t, seed, nil, opts...)
 		if len(r.loss) > 0 {
 			t.Fatalf("seed %d: %s", seed, strings.Join(r.loss, "\n"))
 		}
@@ -113,7 +128,7 @@ const crashQueueCount = 3
 // random operation, three goroutines working on three queues, one
 // creating and deleting queues, and checkpoints every few kilobytes of
 // log and on request.
-func crashCheck(t *testing.T, seed uint64, mutate func(*vfs.MemFS)) crashResult {
+func crashCheck(t *testing.T, seed uint64, mutate func(*vfs.MemFS), opts ...DurableOption) crashResult {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 42))
 	mem := vfs.NewMem()
@@ -147,7 +162,8 @@ func crashCheck(t *testing.T, seed uint64, mutate func(*vfs.MemFS)) crashResult 
 		}
 		return nil
 	})
-	s, err := Open(testDir, withFS(fs), WithCheckpointBytes(int64(2<<10+rng.IntN(6<<10))), withCheckpointBackoff(time.Millisecond))
+	opts = append([]DurableOption{withFS(fs), WithCheckpointBytes(int64(2<<10 + rng.IntN(6<<10))), withCheckpointBackoff(time.Millisecond)}, opts...)
+	s, err := Open(testDir, opts...)
 	if err != nil {
 		return crashResult{loss: []string{fmt.Sprintf("Open: %v", err)}}
 	}

@@ -86,7 +86,12 @@ func TestLoggerLevels(t *testing.T) {
 	}
 
 	// End to end at info: a failure and then a success are logged, the
-	// fetches are not.
+	// fetches are not. One handler goroutine, so that the order of the
+	// lines is the order of the work: the retry's Update makes the message
+	// visible before its event is reported, and with more goroutines
+	// another could fetch it, succeed and log that first (and the test
+	// could stop the worker while the retry was still in flight, which
+	// logs the start of shutdown), as a loaded machine showed.
 	buf.Reset()
 	var calls atomic.Int32
 	w = New(e.q, func(context.Context, *Delivery) error {
@@ -94,7 +99,7 @@ func TestLoggerLevels(t *testing.T) {
 			return boom
 		}
 		return nil
-	}, Options{OnEvent: e.rec.on, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	}, Options{Concurrency: 1, OnEvent: e.rec.on, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	r := start(w)
 	e.rec.waitEvents(t, EventSucceeded, 1)
 	if err := r.stop(t); err != nil {

@@ -14,7 +14,7 @@
 // (version.go), which CHANGELOG.md's newest release heading repeats.
 //
 // tag checks the clone (no changes; azq.Version is the changelog's newest
-// release; every nested module requires the root module at it; no replace
+// release; a nested module requires the repository's modules at it; no replace
 // directive users' builds would ignore, and none in a module with
 // commands; no tag exists yet; the API baselines are this release's) and
 // makes an annotated tag per module on HEAD: vX.Y.Z for the root module,

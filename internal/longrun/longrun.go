@@ -14,6 +14,11 @@ import (
 // Env is the environment variable that selects the long runs.
 const Env = "AZQ_LONG"
 
+// Reason is what Skip says when it skips a long run: the last words of
+// the test's output, by which a runner tells a long run from a test
+// skipped for another reason.
+const Reason = "a long run: " + Env + "=1 selects it"
+
 // Enabled reports whether the long runs are selected.
 func Enabled() bool { return os.Getenv(Env) == "1" }
 
@@ -21,6 +26,6 @@ func Enabled() bool { return os.Getenv(Env) == "1" }
 func Skip(t testing.TB) {
 	t.Helper()
 	if !Enabled() {
-		t.Skip("a long run: " + Env + "=1 selects it")
+		t.Skip(Reason)
 	}
 }

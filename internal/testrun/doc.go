@@ -1,0 +1,24 @@
+// Command testrun runs the repository's tests as its README says, and
+// says what the run left out.
+//
+// From the root of a clone:
+//
+//	go run ./internal/testrun          # the tests a user runs: about a minute warm
+//	go run ./internal/testrun -long    # and then the long runs, as CI does
+//
+// It runs go test -json with the race detector over the root module and
+// azqd's module (./... ./cmd/azqd/...), prints each package's line as go
+// test does, and the output of each test that failed. go test prints
+// nothing of a passing package but its "ok" line, so it cannot say which
+// tests a package skipped: testrun collects the long runs (crash loops,
+// soak tests, long property runs and sweeps, which skip themselves unless
+// AZQ_LONG=1, see internal/longrun) and lists them at the end. With
+// -long it then runs exactly those, with AZQ_LONG=1.
+//
+// The race detector needs cgo, and so a C compiler; without one (go env
+// CGO_ENABLED is 0) testrun runs the tests without it and says so, where
+// go test -race would refuse to start. -race=false leaves it out anyway.
+// Further arguments are package patterns, in place of the default ones.
+//
+// It exits with status 1 if a test or a build failed.
+package main

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/azqlib/azq/internal/longrun"
+)
+
+// event is one line of go test -json (go doc test2json).
+type event struct {
+	Action     string
+	Package    string
+	Test       string
+	Output     string
+	ImportPath string // of build-output and build-fail, Go 1.24 on
+}
+
+// report turns go test -json's events into what go test prints without
+// it, and notes the tests that skipped as long runs.
+type report struct {
+	w       io.Writer
+	verbose bool
+
+	// pending holds the output of each test, and of each package (Test
+	// ""), not yet printed: printed if it fails, dropped if it passes.
+	pending map[testID][]string
+	long    longRuns
+
+	pkgsOK, pkgsFailed              int
+	testsPassed, testsFailed, skips int
+	failed                          bool // a test, a package or a build failed
+}
+
+type testID struct{ pkg, test string }
+
+func newReport(w io.Writer, verbose bool) *report {
+	return &report{w: w, verbose: verbose, pending: map[testID][]string{}, long: longRuns{tests: map[string][]string{}}}
+}
+
+// maxLine bounds one line of go test -json's output; a test that prints
+// a longer line without a newline has it split by test2json anyway.
+const maxLine = 4 << 20
+
+// read consumes go test -json's output until its end.
+func (r *report) read(rd io.Reader) error {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			// Not an event: something printed it around go test, print it.
+			fmt.Fprintln(r.w, sc.Text())
+			continue
+		}
+		r.event(e)
+	}
+	return sc.Err()
+}
+
+func (r *report) event(e event) {
+	id := testID{e.Package, e.Test}
+	switch e.Action {
+	case "build-output":
+		fmt.Fprint(r.w, e.Output)
+	case "build-fail":
+		r.failed = true
+	case "output":
+		if r.verbose {
+			fmt.Fprint(r.w, e.Output)
+		}
+		r.pending[id] = append(r.pending[id], e.Output)
+	case "pass", "skip":
+		if e.Test == "" {
+			r.packageDone(e.Package, false)
+			return
+		}
+		if e.Action == "pass" {
+			r.testsPassed++
+		} else {
+			r.skips++
+			if r.isLongRun(id) {
+				r.long.add(e.Package, e.Test)
+			}
+		}
+		delete(r.pending, id)
+	case "fail":
+		r.failed = true
+		if e.Test == "" {
+			r.packageDone(e.Package, true)
+			return
+		}
+		r.testsFailed++
+		r.printPending(id)
+	}
+}
+
+// isLongRun reports whether the test's output ends in longrun.Skip's
+// reason.
+func (r *report) isLongRun(id testID) bool {
+	for _, line := range r.pending[id] {
+		if strings.HasSuffix(strings.TrimSpace(line), longrun.Reason) {
+			return true
+		}
+	}
+	return false
+}
+
+// packageDone prints the package's line, and all it printed if it
+// failed, including the output of tests that never ended (a panic, a
+// timeout).
+func (r *report) packageDone(pkg string, failed bool) {
+	if failed {
+		r.pkgsFailed++
+		for id := range r.pending {
+			if id.pkg == pkg && id.test != "" {
+				r.printPending(id)
+			}
+		}
+		r.printPending(testID{pkg, ""})
+		return
+	}
+	r.pkgsOK++
+	for _, line := range r.pending[testID{pkg, ""}] {
+		if !r.verbose && (strings.HasPrefix(line, "ok ") || strings.HasPrefix(line, "?   ")) {
+			fmt.Fprint(r.w, line)
+		}
+	}
+	delete(r.pending, testID{pkg, ""})
+}
+
+// printPending prints a test's output without the lines go test -v adds
+// to say a test started, paused or continued, as go test does without -v.
+func (r *report) printPending(id testID) {
+	if !r.verbose {
+		for _, line := range r.pending[id] {
+			if !strings.HasPrefix(line, "=== ") {
+				fmt.Fprint(r.w, line)
+			}
+		}
+	}
+	delete(r.pending, id)
+}
+
+func (r *report) summary() string {
+	s := fmt.Sprintf("%d packages ok, %d tests passed, %d skipped", r.pkgsOK, r.testsPassed, r.skips)
+	if r.failed {
+		s = fmt.Sprintf("FAIL: %d packages failed, %d tests failed; %s", r.pkgsFailed, r.testsFailed, s)
+	}
+	return s
+}
+
+func (r *report) longRuns() longRuns { return r.long }
+
+// longRuns are the tests that skipped as long runs: by package, the
+// top-level tests (for a subtest, its top-level test, which runs it).
+type longRuns struct {
+	tests map[string][]string
+}
+
+func (l longRuns) add(pkg, test string) {
+	top, _, _ := strings.Cut(test, "/")
+	if !slices.Contains(l.tests[pkg], top) {
+		l.tests[pkg] = append(l.tests[pkg], top)
+	}
+}
+
+func (l longRuns) packages() []string {
+	pkgs := make([]string, 0, len(l.tests))
+	for p := range l.tests {
+		pkgs = append(pkgs, p)
+	}
+	slices.Sort(pkgs)
+	return pkgs
+}
+
+func (l longRuns) count() string {
+	n := 0
+	for _, ts := range l.tests {
+		n += len(ts)
+	}
+	return fmt.Sprintf("%d tests in %d packages", n, len(l.tests))
+}
+
+// pattern is a go test -run pattern that selects exactly the long runs'
+// top-level tests (in any of the packages; a name that is a long run in
+// one package and a short test in another runs in both).
+func (l longRuns) pattern() string {
+	var names []string
+	for _, ts := range l.tests {
+		for _, t := range ts {
+			if q := regexp.QuoteMeta(t); !slices.Contains(names, q) {
+				names = append(names, q)
+			}
+		}
+	}
+	slices.Sort(names)
+	return "^(" + strings.Join(names, "|") + ")$"
+}
+
+func (l longRuns) String() string {
+	var b strings.Builder
+	for _, p := range l.packages() {
+		fmt.Fprintf(&b, "  %s: %s\n", p, strings.Join(l.tests[p], " "))
+	}
+	return b.String()
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/azqlib/azq/internal/longrun"
+)
+
+// A module whose package has a test that passes, a long run, a test
+// skipped for another reason, and a test that fails when asked to.
+var fixture = map[string]string{
+	"go.mod": "module example.com/fixture\n\ngo 1.23\n",
+	"a/a_test.go": `package a
+
+import (
+	"os"
+	"testing"
+)
+
+func TestPasses(t *testing.T) {}
+
+func TestLong(t *testing.T) {
+	if os.Getenv("` + longrun.Env + `") != "1" {
+		t.Skip("` + longrun.Reason + `")
+	}
+	t.Log("the long run ran")
+}
+
+func TestTable(t *testing.T) {
+	t.Run("short", func(t *testing.T) {})
+	t.Run("long", func(t *testing.T) {
+		if os.Getenv("` + longrun.Env + `") != "1" {
+			t.Skip("` + longrun.Reason + `")
+		}
+	})
+}
+
+func TestNotHere(t *testing.T) { t.Skip("needs something else") }
+
+func TestFailsOnRequest(t *testing.T) {
+	if os.Getenv("FIXTURE_FAIL") == "1" {
+		t.Error("failed on request")
+	}
+}
+`,
+	"b/b.go": "package b\n",
+}
+
+// fixtureEnv runs the fixture's tests afresh, without go vet, which
+// these tests do not need, and with the long runs off whatever the
+// environment says.
+var fixtureEnv = []string{longrun.Env + "=", "GOFLAGS=-count=1 -vet=off"}
+
+// sharedFixture is one copy of the fixture for the tests that do not
+// change it, so that go test compiles it once.
+var sharedFixture string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "testrun")
+	if err == nil {
+		err = writeFixture(dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sharedFixture = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func writeFixture(dir string) error {
+	for name, text := range fixture {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestRunSaysWhatItLeftOut(t *testing.T) {
+	t.Parallel()
+	dir := sharedFixture
+	var out bytes.Buffer
+	if status := run(context.Background(), &out, options{pkgs: []string{"./..."}, dir: dir, env: fixtureEnv}); status != 0 {
+		t.Fatalf("status %d:\n%s", status, &out)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"ok  \texample.com/fixture/a\t",
+		"?   \texample.com/fixture/b\t[no test files]",
+		"left to the long run (go run ./internal/testrun -long, or AZQ_LONG=1 go test): 2 tests in 1 packages\n",
+		"  example.com/fixture/a: TestLong TestTable\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "TestNotHere") || strings.Contains(got, "the long run ran") {
+		t.Errorf("output names a test that is not a long run, or ran one:\n%s", got)
+	}
+}
+
+func TestRunLongRunsTheLongRuns(t *testing.T) {
+	t.Parallel()
+	dir := sharedFixture
+	var out bytes.Buffer
+	if status := run(context.Background(), &out, options{long: true, verbose: true, pkgs: []string{"./..."}, dir: dir, env: fixtureEnv}); status != 0 {
+		t.Fatalf("status %d:\n%s", status, &out)
+	}
+	got := out.String()
+	_, second, ok := strings.Cut(got, "the long runs, with AZQ_LONG=1: 2 tests in 1 packages\n")
+	if !ok {
+		t.Fatalf("no long runs announced:\n%s", got)
+	}
+	if !strings.Contains(second, "the long run ran") || !strings.Contains(second, "--- PASS: TestTable/long") {
+		t.Errorf("the long runs did not run:\n%s", second)
+	}
+	if strings.Contains(second, "TestPasses") || strings.Contains(second, "TestNotHere") {
+		t.Errorf("the long run ran tests that are not long runs:\n%s", second)
+	}
+}
+
+func TestRunPrintsFailures(t *testing.T) {
+	t.Parallel()
+	dir := sharedFixture
+	var out bytes.Buffer
+	if status := run(context.Background(), &out, options{long: true, pkgs: []string{"./..."}, dir: dir, env: append(fixtureEnv, "FIXTURE_FAIL=1")}); status != 1 {
+		t.Fatalf("status %d, want 1:\n%s", status, &out)
+	}
+	got := out.String()
+	for _, want := range []string{"--- FAIL: TestFailsOnRequest", "failed on request", "FAIL\texample.com/fixture/a\t", "FAIL: 1 packages failed, 1 tests failed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "=== RUN") {
+		t.Errorf("output has go test -v's lines:\n%s", got)
+	}
+}
+
+func TestRunReportsABuildFailure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := writeFixture(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b", "b.go"), []byte("package b\n\nfunc f() { undefined() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if status := run(context.Background(), &out, options{pkgs: []string{"./..."}, dir: dir, env: fixtureEnv}); status != 1 {
+		t.Fatalf("status %d, want 1:\n%s", status, &out)
+	}
+}

@@ -1,6 +1,9 @@
 package longrun
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestEnabledFollowsTheEnvironment(t *testing.T) {
 	for _, c := range []struct {
@@ -14,23 +17,31 @@ func TestEnabledFollowsTheEnvironment(t *testing.T) {
 	}
 }
 
+// skipRecorder is a testing.TB whose Skip only records that it was
+// called: a test of Skip that skipped a real subtest would print
+// Reason, and look like a long run to internal/testrun.
+type skipRecorder struct {
+	testing.TB
+	skipped bool
+	reason  string
+}
+
+func (r *skipRecorder) Helper()          {}
+func (r *skipRecorder) Skip(args ...any) { r.skipped, r.reason = true, fmt.Sprint(args...) }
+
 func TestSkipSkipsUnlessEnabled(t *testing.T) {
-	t.Setenv(Env, "")
-	skipped := true
-	t.Run("off", func(t *testing.T) {
-		Skip(t)
-		skipped = false
-	})
-	if !skipped {
-		t.Errorf("Skip ran a long test with %s unset", Env)
-	}
-	t.Setenv(Env, "1")
-	ran := false
-	t.Run("on", func(t *testing.T) {
-		Skip(t)
-		ran = true
-	})
-	if !ran {
-		t.Errorf("Skip skipped a long test with %s=1", Env)
+	for _, c := range []struct {
+		v    string
+		skip bool
+	}{{"", true}, {"1", false}} {
+		t.Setenv(Env, c.v)
+		var r skipRecorder
+		Skip(&r)
+		if r.skipped != c.skip {
+			t.Errorf("%s=%q: Skip skipped = %v, want %v", Env, c.v, r.skipped, c.skip)
+		}
+		if r.skipped && r.reason != Reason {
+			t.Errorf("Skip said %q, want %q, by which a runner knows a long run", r.reason, Reason)
+		}
 	}
 }

@@ -404,6 +404,7 @@ var invalidPolicies = []struct {
 	{"six policies", []azq.AccessPolicy{{ID: "p1"}, {ID: "p2"}, {ID: "p3"}, {ID: "p4"}, {ID: "p5"}, {ID: "p6"}}},
 	{"an empty ID", []azq.AccessPolicy{{ID: "", Permission: "r"}}},
 	{"an ID of 65 characters", []azq.AccessPolicy{{ID: strings.Repeat("i", 65), Permission: "r"}}},
+	{"an ID of 65 two-byte characters", []azq.AccessPolicy{{ID: strings.Repeat("é", 65), Permission: "r"}}},
 	{"two policies with one ID", []azq.AccessPolicy{{ID: "twice", Permission: "r"}, {ID: "twice", Permission: "a"}}},
 	{"a permission outside raup", []azq.AccessPolicy{{ID: "write", Permission: "rw"}}},
 }
@@ -718,6 +719,13 @@ func testAccessPolicyLimits(s *serviceSuite) {
 		s.wantErr(err, azq.ErrInvalidAccessPolicy, "InvalidXmlDocument", 400, "SetAccessPolicies with "+c.what)
 		s.policies(r, fivePolicies[:2])
 	}
+	// An ID's 64 are characters, not bytes of UTF-8.
+	wide := []azq.AccessPolicy{
+		{ID: strings.Repeat("é", 64), Permission: "r"},
+		{ID: strings.Repeat("界", 64), Permission: "a"},
+	}
+	s.setPolicies(r, wide)
+	s.policies(r, wide)
 }
 
 func testPropertiesCount(s *serviceSuite) {

@@ -77,6 +77,7 @@ var serviceTests = []struct {
 	{"CreateAnswersAsAzure", testCreateAnswersAsAzure},
 	{"CreateRefusesInvalidMetadata", testCreateRefusesInvalidMetadata},
 	{"DeleteQueue", testDeleteQueue},
+	{"DeleteQueueRefusesInvalidNames", testDeleteQueueRefusesInvalidNames},
 	{"RefFollowsARecreatedQueue", testRefFollowsARecreatedQueue},
 	{"ListQueuesByPrefixInPages", testListQueuesByPrefixInPages},
 	{"ListQueuesMetadata", testListQueuesMetadata},
@@ -539,6 +540,32 @@ func testDeleteQueue(s *serviceSuite) {
 	s.metadata(r, nil)
 	s.policies(r, nil)
 	s.wantNames(s.names(""), "doomed", "keep")
+}
+
+// DeleteQueue of a name that breaks Azure's rules is refused as Azure
+// refuses every request on such a queue: 400 OutOfRangeInput for a name
+// of the wrong length, 400 InvalidResourceName for one of the wrong
+// characters (both match azq.ErrInvalidQueueName), not 404 QueueNotFound.
+func testDeleteQueueRefusesInvalidNames(s *serviceSuite) {
+	keep := s.create("keep", nil)
+	for _, c := range []struct{ name, code string }{
+		{"", "OutOfRangeInput"},
+		{"ab", "OutOfRangeInput"},
+		{strings.Repeat("a", 64), "OutOfRangeInput"},
+		{"Upper", "InvalidResourceName"},
+		{"under_score", "InvalidResourceName"},
+		{"-lead", "InvalidResourceName"},
+		{"trail-", "InvalidResourceName"},
+		{"dou--ble", "InvalidResourceName"},
+		{"sp ace", "InvalidResourceName"},
+		{"slash/name", "InvalidResourceName"},
+		{"ünï", "InvalidResourceName"},
+		{strings.ToUpper(keep.Name()), "InvalidResourceName"},
+	} {
+		err := s.svc.DeleteQueue(s.ctx, c.name)
+		s.wantErr(err, azq.ErrInvalidQueueName, c.code, 400, fmt.Sprintf("DeleteQueue(%q)", c.name))
+	}
+	s.wantNames(s.names(""), "keep")
 }
 
 func testRefFollowsARecreatedQueue(s *serviceSuite) {

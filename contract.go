@@ -97,7 +97,9 @@ type QueueService interface {
 	// back end did not return gives ErrInvalidMarker.
 	ListQueues(ctx context.Context, opts ListQueuesOptions) (ListQueuesPage, error)
 	// DeleteQueue deletes the queue name and its messages; a queue that
-	// does not exist gives ErrQueueNotFound.
+	// does not exist gives ErrQueueNotFound, and a name that breaks
+	// Azure's rules ErrInvalidQueueName (OutOfRangeInput or
+	// InvalidResourceName, 400), as Azure answers.
 	DeleteQueue(ctx context.Context, name string) error
 	// Clock returns the clock the service's queues report times on.
 	Clock() clock.Clock

@@ -114,9 +114,13 @@ func (s *Service) Queue(name string) (*Queue, error) {
 
 // DeleteQueue deletes the queue name and its messages. Handles to it
 // already held get ErrQueueNotFound from then on, and waiting Receive calls
-// return. A queue that does not exist gives ErrQueueNotFound.
+// return. A queue that does not exist gives ErrQueueNotFound; a name that
+// breaks Azure's rules gives ErrInvalidQueueName, as Azure answers.
 func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -57,11 +57,8 @@
 //     the test moves the clock. Given srv.Clock as worker.Options.Clock,
 //     it waits on the clock alone and polls only when the test moves it
 //     by the wait EventPollWait reports.
-//   - A gocloud (azqpubsub) subscription on such a queue polls as a
-//     worker does. A Watermill subscription polls on the queue's clock
-//     alone: with srv.Clock, a receive that finds the queue empty waits
-//     until the test moves the clock. Leave azure.Options.Clock unset for
-//     it, or move the clock.
+//   - A gocloud (azqpubsub) or Watermill (azqwatermill) subscription on
+//     such a queue polls as a worker does.
 //   - azq.Queue.Receive, in process, is woken by a Put or an Update, and
 //     by the clock for a message that becomes visible later: on a mock
 //     clock, that one waits until the test moves the clock past it.

@@ -77,6 +77,7 @@ var serviceTests = []struct {
 	{"CreateAnswersAsAzure", testCreateAnswersAsAzure},
 	{"CreateRefusesInvalidMetadata", testCreateRefusesInvalidMetadata},
 	{"DeleteQueue", testDeleteQueue},
+	{"DeleteQueueRefusesInvalidNames", testDeleteQueueRefusesInvalidNames},
 	{"RefFollowsARecreatedQueue", testRefFollowsARecreatedQueue},
 	{"ListQueuesByPrefixInPages", testListQueuesByPrefixInPages},
 	{"ListQueuesMetadata", testListQueuesMetadata},
@@ -404,6 +405,7 @@ var invalidPolicies = []struct {
 	{"six policies", []azq.AccessPolicy{{ID: "p1"}, {ID: "p2"}, {ID: "p3"}, {ID: "p4"}, {ID: "p5"}, {ID: "p6"}}},
 	{"an empty ID", []azq.AccessPolicy{{ID: "", Permission: "r"}}},
 	{"an ID of 65 characters", []azq.AccessPolicy{{ID: strings.Repeat("i", 65), Permission: "r"}}},
+	{"an ID of 65 two-byte characters", []azq.AccessPolicy{{ID: strings.Repeat("é", 65), Permission: "r"}}},
 	{"two policies with one ID", []azq.AccessPolicy{{ID: "twice", Permission: "r"}, {ID: "twice", Permission: "a"}}},
 	{"a permission outside raup", []azq.AccessPolicy{{ID: "write", Permission: "rw"}}},
 }
@@ -538,6 +540,32 @@ func testDeleteQueue(s *serviceSuite) {
 	s.metadata(r, nil)
 	s.policies(r, nil)
 	s.wantNames(s.names(""), "doomed", "keep")
+}
+
+// DeleteQueue of a name that breaks Azure's rules is refused as Azure
+// refuses every request on such a queue: 400 OutOfRangeInput for a name
+// of the wrong length, 400 InvalidResourceName for one of the wrong
+// characters (both match azq.ErrInvalidQueueName), not 404 QueueNotFound.
+func testDeleteQueueRefusesInvalidNames(s *serviceSuite) {
+	keep := s.create("keep", nil)
+	for _, c := range []struct{ name, code string }{
+		{"", "OutOfRangeInput"},
+		{"ab", "OutOfRangeInput"},
+		{strings.Repeat("a", 64), "OutOfRangeInput"},
+		{"Upper", "InvalidResourceName"},
+		{"under_score", "InvalidResourceName"},
+		{"-lead", "InvalidResourceName"},
+		{"trail-", "InvalidResourceName"},
+		{"dou--ble", "InvalidResourceName"},
+		{"sp ace", "InvalidResourceName"},
+		{"slash/name", "InvalidResourceName"},
+		{"ünï", "InvalidResourceName"},
+		{strings.ToUpper(keep.Name()), "InvalidResourceName"},
+	} {
+		err := s.svc.DeleteQueue(s.ctx, c.name)
+		s.wantErr(err, azq.ErrInvalidQueueName, c.code, 400, fmt.Sprintf("DeleteQueue(%q)", c.name))
+	}
+	s.wantNames(s.names(""), "keep")
 }
 
 func testRefFollowsARecreatedQueue(s *serviceSuite) {
@@ -718,6 +746,13 @@ func testAccessPolicyLimits(s *serviceSuite) {
 		s.wantErr(err, azq.ErrInvalidAccessPolicy, "InvalidXmlDocument", 400, "SetAccessPolicies with "+c.what)
 		s.policies(r, fivePolicies[:2])
 	}
+	// An ID's 64 are characters, not bytes of UTF-8.
+	wide := []azq.AccessPolicy{
+		{ID: strings.Repeat("é", 64), Permission: "r"},
+		{ID: strings.Repeat("界", 64), Permission: "a"},
+	}
+	s.setPolicies(r, wide)
+	s.policies(r, wide)
 }
 
 func testPropertiesCount(s *serviceSuite) {

@@ -116,9 +116,14 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 }
 
 // DeleteQueue deletes the queue name and its messages; a missing queue
-// gives azq.ErrQueueNotFound. Azure keeps the name unusable for a while
-// afterwards (QueueBeingDeleted).
+// gives azq.ErrQueueNotFound, and a name that breaks Azure's rules
+// azq.ErrInvalidQueueName without a request (as Queue does: on the wire,
+// a name with a slash would address something else). Azure keeps the
+// name unusable for a while afterwards (QueueBeingDeleted).
 func (s *Service) DeleteQueue(ctx context.Context, name string) error {
+	if err := azq.ValidateQueueName(name); err != nil {
+		return err
+	}
 	_, err := s.client.DeleteQueue(ctx, name, nil)
 	return mapError(err)
 }

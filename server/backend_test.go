@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,4 +188,39 @@ func ExampleOptions_services() {
 	// Output:
 	// first Put: QueueDisabled
 	// in the back end: through the front
+}
+
+// A Services entry that holds a nil pointer (a *azq.Service or
+// *azure.Service variable never assigned) is refused by New with a panic
+// that names the account and says what is wrong, rather than a nil
+// pointer dereference in the back end. A nil entry, like a missing one,
+// gets the default in-memory back end.
+func TestNewRefusesANilBackEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		svc  azq.QueueService
+	}{
+		{"nil *azq.Service", (*azq.Service)(nil)},
+		{"nil *azure.Service", (*azure.Service)(nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				server.New(server.Options{Services: map[string]azq.QueueService{"devstoreaccount1": tc.svc}})
+			}()
+			if got == nil {
+				t.Fatal("New accepted a nil back end")
+			}
+			msg := fmt.Sprint(got)
+			if _, ok := got.(runtime.Error); ok || !strings.Contains(msg, `"devstoreaccount1"`) || !strings.Contains(msg, tc.name) {
+				t.Fatalf("New panicked with %q (%T), want a message naming the account and the %s", msg, got, tc.name)
+			}
+		})
+	}
+	srv := server.New(server.Options{Services: map[string]azq.QueueService{"devstoreaccount1": nil}})
+	defer srv.Close()
+	if srv.Service("devstoreaccount1") == nil {
+		t.Fatal("a nil Services entry did not get the in-memory back end")
+	}
 }

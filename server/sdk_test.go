@@ -121,6 +121,14 @@ func TestSDKQueueLifecycle(t *testing.T) {
 	wantCode(t, err, queueerror.InvalidResourceName)
 	_, err = e.svc.CreateQueue(ctx, "ab", nil)
 	wantCode(t, err, queueerror.OutOfRangeInput)
+	// Delete Queue of an invalid name is refused as the name, as Azure
+	// answers every request on it, not as a missing queue.
+	_, err = e.svc.DeleteQueue(ctx, "Bad_Name", nil)
+	wantCode(t, err, queueerror.InvalidResourceName)
+	wantStatus(t, err, http.StatusBadRequest)
+	_, err = e.svc.DeleteQueue(ctx, "ab", nil)
+	wantCode(t, err, queueerror.OutOfRangeInput)
+	wantStatus(t, err, http.StatusBadRequest)
 	_, err = e.svc.CreateQueue(ctx, "okname", &azqueue.CreateOptions{Metadata: map[string]*string{"1bad": to.Ptr("x")}})
 	wantCode(t, err, queueerror.InvalidMetadata)
 	_, err = e.svc.CreateQueue(ctx, "okname", &azqueue.CreateOptions{Metadata: map[string]*string{"": to.Ptr("x")}})

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,7 +63,9 @@ type Options struct {
 	// azq.Open, an *azure.Service, a PostgreSQL one), instead of a new
 	// in-memory *azq.Service. Every request goes through the contract;
 	// the account's times come from the back end's Clock. The Server
-	// closes them on Close.
+	// closes them on Close. A nil entry is as good as none; an entry that
+	// holds a nil pointer (a *azq.Service variable never assigned) makes
+	// New panic, naming the account, since no request could be served.
 	Services map[string]azq.QueueService
 	// Faults, if set, decides for every request that reaches its
 	// operation (after authorization) whether it meets a fault: a delay,
@@ -182,6 +185,9 @@ func New(opts Options) *Server {
 	for _, a := range accts {
 		a.Keys = append([]string(nil), a.Keys...)
 		svc := opts.Services[a.Name]
+		if svc != nil && isNilPointer(svc) {
+			panic(fmt.Sprintf("server: Options.Services[%q] is a nil %T: give the account a back end, or leave it out of Services for an in-memory one", a.Name, svc))
+		}
 		if svc == nil {
 			svc = azq.NewService(azq.WithClock(c))
 		}
@@ -195,6 +201,17 @@ func New(opts Options) *Server {
 		s.accounts[a.Name] = as
 	}
 	return s
+}
+
+// isNilPointer reports whether v, a non-nil interface, holds a nil pointer
+// (or another nil value of a kind that has one), on which the back end's
+// methods would fail.
+func isNilPointer(v any) bool {
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return r.IsNil()
+	}
+	return false
 }
 
 // servedHosts are the Host names CheckHost allows besides IP addresses

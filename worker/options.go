@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"reflect"
 	"runtime"
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/internal/realclock"
 	"github.com/benbjohnson/clock"
 )
 
@@ -180,9 +180,6 @@ type Options struct {
 	OnEvent func(Event)
 }
 
-// realClockType is the type of clock.New's clock.
-var realClockType = reflect.TypeOf(clock.New())
-
 // config is Options with defaults filled in and checked.
 type config struct {
 	Options
@@ -254,7 +251,7 @@ func newConfig(q Queue, o Options) (config, error) {
 	if c.clk == nil {
 		if cq, ok := q.(interface{ Clock() clock.Clock }); ok {
 			c.clk = cq.Clock()
-			c.pollRealToo = c.clk != nil && reflect.TypeOf(c.clk) != realClockType
+			c.pollRealToo = c.clk != nil && !realclock.Is(c.clk)
 		}
 	}
 	if c.clk == nil {

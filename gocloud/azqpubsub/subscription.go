@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/envelope"
+	"github.com/azqlib/azq/internal/realclock"
 	"github.com/benbjohnson/clock"
 	"gocloud.dev/gcerrors"
 	"gocloud.dev/pubsub"
@@ -193,13 +193,10 @@ func newSubscription(q azq.MessageQueue, o *SubscriptionOptions) *subscription {
 		s.clk = o.Clock
 	case ok && c.Clock() != nil:
 		s.clk = c.Clock()
-		s.realToo = reflect.TypeOf(s.clk) != realClockType
+		s.realToo = !realclock.Is(s.clk)
 	}
 	return s
 }
-
-// realClockType is the type of clock.New's clock.
-var realClockType = reflect.TypeOf(clock.New())
 
 // A received message's AckID is a pointer to it, an element of the
 // slice Get returned, and its AsFunc exposes it as *azq.Message.

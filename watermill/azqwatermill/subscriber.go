@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/envelope"
+	"github.com/azqlib/azq/internal/realclock"
 	"github.com/azqlib/azq/internal/transient"
 	"github.com/benbjohnson/clock"
 )
@@ -69,6 +70,15 @@ type SubscriberConfig struct {
 // before the next, renewing the leases of the messages it holds. Close
 // ends every subscription and hands the messages they held back to the
 // queue, so that other consumers get them at once; no goroutine is left.
+//
+// A subscription on a queue that cannot wait for messages (a remote one)
+// polls it: at once while messages come, and otherwise after a wait that
+// doubles from 50 ms up to MaxPollInterval. The waits run on the queue's
+// clock (if it has one, as azq's and package azure's queues do; the real
+// clock otherwise) and, when that clock is not the real one (the mock
+// clock of azq's test server, which an azure.Queue given
+// azure.Options.Clock reports), also end after as long in real time, so
+// that a subscription polls whether or not a test moves the clock.
 //
 // A subscription keeps going through the failures that may pass — the
 // service busy (ServerBusy, 429), failing (500, OperationTimedOut, 502,
@@ -165,8 +175,9 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 		poll:   minPollInterval,
 	}
 	c.recv, _ = q.(receiver)
-	if cq, ok := q.(interface{ Clock() clock.Clock }); ok {
+	if cq, ok := q.(interface{ Clock() clock.Clock }); ok && cq.Clock() != nil {
 		c.clk = cq.Clock()
+		c.pollRealToo = !realclock.Is(c.clk)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.closing, cancel)
@@ -219,6 +230,9 @@ type consumer struct {
 	timer  *clock.Timer  // the renewal timer; nil until a first delivery
 	// timerAt is when timer fires; zero once it has fired.
 	timerAt time.Time
+	// pollRealToo: the waits between Gets also end after as long in real
+	// time, since clk is the queue's and not the real one.
+	pollRealToo bool
 }
 
 func (c *consumer) run(ctx context.Context) {
@@ -277,7 +291,7 @@ func (c *consumer) fetch(ctx context.Context) bool {
 		c.logger.Error("Cannot get messages; trying again", err, watermill.LogFields{"wait": c.poll})
 	}
 	// Nothing came (or the Get failed): wait before the next Get.
-	c.sleep(ctx, c.poll)
+	c.pollWait(ctx, c.poll)
 	c.poll = min(2*c.poll, c.cfg.MaxPollInterval)
 	return true
 }
@@ -289,6 +303,26 @@ func (c *consumer) sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 		t.Stop()
 	case <-t.C:
+	}
+}
+
+// pollWait waits d before the next Get: on the consumer's clock and, if
+// that is the queue's clock and not the real one, no longer than d of real
+// time either, so that a mock clock nobody moves (azq's test server's,
+// which an azure.Queue reports) does not stall the subscription.
+func (c *consumer) pollWait(ctx context.Context, d time.Duration) {
+	if !c.pollRealToo {
+		c.sleep(ctx, d)
+		return
+	}
+	t := c.clk.Timer(d)
+	defer t.Stop()
+	real := time.NewTimer(d)
+	defer real.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-real.C:
 	}
 }
 

@@ -254,6 +254,14 @@ ins AS (
 )
 SELECT (SELECT id FROM q)`
 
+	// serviceProperties returns the account's service properties
+	// document (NULL: none set). lockServiceProperties is the same,
+	// locking the row for an update in the same transaction, and
+	// setServiceProperties stores $1.
+	sqlServiceProperties     = `SELECT document FROM {{schema}}.service_properties`
+	sqlLockServiceProperties = `SELECT document FROM {{schema}}.service_properties FOR UPDATE`
+	sqlSetServiceProperties  = `UPDATE {{schema}}.service_properties SET document = $1`
+
 	// registerWaiter records that the Service listening on the backend
 	// $2 waits on the queue $1.
 	sqlRegisterWaiter = `
@@ -280,6 +288,8 @@ type statements struct {
 	purgeExpired, listQueues, setMetadata                string
 	accessPolicies, lockQueueRow, setAccessPolicies      string
 	registerWaiter, unregisterWaiter, forgetWaiters      string
+
+	serviceProperties, lockServiceProperties, setServiceProperties string
 }
 
 // dbNow is the database's time in Unix nanoseconds, to the microsecond:
@@ -317,5 +327,9 @@ func newStatements(quotedSchema string) *statements {
 		registerWaiter:     r.Replace(sqlRegisterWaiter),
 		unregisterWaiter:   r.Replace(sqlUnregisterWaiter),
 		forgetWaiters:      r.Replace(sqlForgetWaiters),
+
+		serviceProperties:     r.Replace(sqlServiceProperties),
+		lockServiceProperties: r.Replace(sqlLockServiceProperties),
+		setServiceProperties:  r.Replace(sqlSetServiceProperties),
 	}
 }

@@ -32,16 +32,18 @@
 FROM golang:1.23-alpine AS build
 WORKDIR /src
 # Modules first, so that a source change does not download them again.
-# azqd is a module of its own (cmd/azqd) that requires the root module's
-# release and has no replace directive, as go install …@version needs; in
-# the clone, go.work gives it the clone's root module instead. Here
-# GOWORK=off and a copy of its go.mod that replaces the root module with
-# the clone's build it from those two modules alone, as before.
+# azqd is a module of its own (cmd/azqd) that requires the releases of
+# the root module and of the PostgreSQL back end (postgres/) and has no
+# replace directive, as go install …@version needs; in the clone, go.work
+# gives it the clone's modules instead. Here GOWORK=off and a copy of its
+# go.mod that replaces those two with the clone's build it from the three
+# modules alone.
 ENV GOWORK=off GOFLAGS=-modfile=/tmp/azqd/go.mod
 COPY go.mod go.sum ./
 COPY cmd/azqd/go.mod cmd/azqd/go.sum ./cmd/azqd/
+COPY postgres/go.mod postgres/go.sum ./postgres/
 RUN mkdir /tmp/azqd && cp cmd/azqd/go.mod cmd/azqd/go.sum /tmp/azqd/ && \
-    printf '\nreplace github.com/azqlib/azq => /src\n' >> /tmp/azqd/go.mod && \
+    printf '\nreplace github.com/azqlib/azq => /src\nreplace github.com/azqlib/azq/postgres => /src/postgres\n' >> /tmp/azqd/go.mod && \
     cd cmd/azqd && go mod download
 COPY . .
 RUN cd cmd/azqd && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/usr/local/bin/azqd .

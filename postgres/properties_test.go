@@ -3,12 +3,16 @@ package postgres_test
 import (
 	"bytes"
 	"errors"
+	"os"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/azqlib/azq/postgres"
 	"github.com/azqlib/azq/postgres/pgtest"
 	"github.com/azqlib/azq/server"
+	"github.com/jackc/pgx/v5"
 )
 
 // A Service keeps the account's service properties for azq's REST server.
@@ -85,28 +89,52 @@ func TestServicePropertiesUpdatesDoNotRace(t *testing.T) {
 	}
 }
 
-// A schema of version 1, from before the service properties were kept,
-// is brought up to date by Open: its queues stay, and it has no
-// properties yet.
-func TestSchemaUpgradeToServiceProperties(t *testing.T) {
+// A schema of version 1, from before the service properties were kept
+// and when a message's key was a UUID, is brought up to date by Open: its
+// queues and messages stay, each message with a new ID that Get gives
+// and Delete takes, and it has no properties yet.
+func TestSchemaUpgradeFromVersion1(t *testing.T) {
 	t.Parallel()
-	s := open(t, postgres.Options{})
-	q := newQueue(t, s)
-	if _, err := q.Put(bg, "kept", nil); err != nil {
+	srv := pgtest.Shared(t)
+	schema := srv.NewSchema(t)
+	v1, err := os.ReadFile("schema/001_init.sql")
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 1.
-	if _, err := s.Pool().Exec(bg, "DROP TABLE "+s.Schema()+".service_properties; DELETE FROM "+s.Schema()+".schema_version WHERE version = 2"); err != nil {
+	conn, err := pgx.Connect(bg, srv.URL())
+	if err != nil {
 		t.Fatal(err)
 	}
-	up := open(t, postgres.Options{Schema: s.Schema()})
-	if got := schemaVersions(t, pgtest.Shared(t).URL(), s.Schema()); len(got) != 2 || got[2] != 1 {
+	defer conn.Close(bg)
+	q := pgx.Identifier{schema}.Sanitize()
+	for _, st := range []string{
+		"CREATE SCHEMA " + q,
+		strings.ReplaceAll(string(v1), "{{schema}}", q),
+		"CREATE TABLE " + q + ".schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+		"INSERT INTO " + q + ".schema_version (version) VALUES (1)",
+		"INSERT INTO " + q + ".queues (name) VALUES ('kept')",
+		"INSERT INTO " + q + ".messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content) " +
+			"SELECT gen_random_uuid(), id, 0, 0, 9223372036854775807, 1, convert_to('from version 1', 'UTF8') FROM " + q + ".queues",
+	} {
+		if _, err := conn.Exec(bg, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, postgres.Options{Schema: schema})
+	if got := schemaVersions(t, srv.URL(), schema); len(got) != postgres.SchemaVersion {
 		t.Fatalf("schema_version after the upgrade: %v", got)
 	}
-	if doc, err := up.ServiceProperties(bg); err != nil || doc != nil {
+	if doc, err := s.ServiceProperties(bg); err != nil || doc != nil {
 		t.Fatalf("properties after the upgrade: %q, %v", doc, err)
 	}
-	if n, err := up.Named(q.Name()).ApproximateCount(bg); err != nil || n != 1 {
-		t.Fatalf("the queue after the upgrade: %d messages, %v", n, err)
+	ms, err := s.Named("kept").Get(bg, 32, time.Minute)
+	if err != nil || len(ms) != 1 || ms[0].Content != "from version 1" {
+		t.Fatalf("the message of version 1 after the upgrade: %+v, %v", ms, err)
+	}
+	if err := s.Named("kept").Delete(bg, ms[0].ID, ms[0].PopReceipt); err != nil {
+		t.Fatalf("deleting it: %v", err)
+	}
+	if n, err := s.Named("kept").ApproximateCount(bg); err != nil || n != 0 {
+		t.Fatalf("after the delete: %d messages, %v", n, err)
 	}
 }

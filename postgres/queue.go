@@ -72,10 +72,10 @@ func (q *Queue) Put(ctx context.Context, content string, opts *azq.PutOptions) (
 	if opts != nil {
 		visibility = opts.VisibilityTimeout
 	}
-	id, tag := newMessageID(), newTag()
+	idRand, tag := newIDRand(), newTag()
 	b := &pgx.Batch{}
 	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.put, q.name, [16]byte(id), int64(visibility), int64(ttl), tag, contentParam(content), s.now())
+	b.Queue(s.sql.put, q.name, idRand, int64(visibility), int64(ttl), tag, contentParam(content), s.now())
 	br := s.pool.SendBatch(ctx, b)
 	var seq, inserted, visible, expires int64
 	var waited bool
@@ -97,7 +97,7 @@ func (q *Queue) Put(ctx context.Context, content string, opts *azq.PutOptions) (
 	}
 	s.maybePurge(ctx)
 	return azq.Message{
-		ID:              id,
+		ID:              messageID(seq, idRand),
 		Content:         content,
 		InsertionTime:   fromNanos(inserted),
 		ExpirationTime:  expirationTime(expires),
@@ -148,19 +148,18 @@ func (q *Queue) get(ctx context.Context, dst []azq.Message, n int, visibility ti
 	first := len(dst)
 	exists := true
 	for rows.Next() {
-		var was pgtype.Int8
-		var id pgtype.UUID
-		var seq, inserted, visible, expires, dequeues, version, tag pgtype.Int8
+		var was, seq, idRand pgtype.Int8
+		var inserted, visible, expires, dequeues, version, tag pgtype.Int8
 		var content string
-		if err := rows.Scan(&was, &id, &seq, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
+		if err := rows.Scan(&was, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
 			return dst[:first], dbError(ctx, err)
 		}
-		if !id.Valid { // nothing taken: the queue's id, if it exists
-			exists = seq.Valid
+		if !seq.Valid { // nothing taken: the queue's id, if it exists
+			exists = idRand.Valid
 			continue
 		}
 		dst = append(dst, azq.Message{
-			ID:              azq.MessageID(id.Bytes),
+			ID:              messageID(seq.Int64, idRand.Int64),
 			Content:         content,
 			InsertionTime:   fromNanos(inserted.Int64),
 			ExpirationTime:  expirationTime(expires.Int64),
@@ -210,19 +209,18 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]azq.Message, error) {
 	msgs := []azq.Message{}
 	exists := false
 	for rows.Next() {
-		var qid pgtype.Int8
-		var id pgtype.UUID
+		var qid, seq, idRand pgtype.Int8
 		var inserted, visible, expires, dequeues pgtype.Int8
 		var content string
-		if err := rows.Scan(&qid, &id, textScanner{&content}, &inserted, &visible, &expires, &dequeues); err != nil {
+		if err := rows.Scan(&qid, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues); err != nil {
 			return nil, dbError(ctx, err)
 		}
 		exists = qid.Valid
-		if !id.Valid {
+		if !seq.Valid {
 			continue
 		}
 		msgs = append(msgs, azq.Message{
-			ID:              azq.MessageID(id.Bytes),
+			ID:              messageID(seq.Int64, idRand.Int64),
 			Content:         content,
 			InsertionTime:   fromNanos(inserted.Int64),
 			ExpirationTime:  expirationTime(expires.Int64),
@@ -260,6 +258,10 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 		// no receipt has.
 		version = -1
 	}
+	seq, idRand, ok := idParts(id)
+	if !ok {
+		seq = -1 // likewise: no message has it
+	}
 	var newContent []byte
 	if content != nil {
 		newContent = contentParam(*content)
@@ -267,7 +269,7 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	newTag := newTag()
 	b := &pgx.Batch{}
 	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.update, q.name, [16]byte(id), version, tag, int64(visibility), newTag, newContent, s.now())
+	b.Queue(s.sql.update, q.name, seq, version, tag, int64(visibility), newTag, newContent, s.now(), idRand)
 	br := s.pool.SendBatch(ctx, b)
 	var visible, newVersion int64
 	var waited bool
@@ -307,8 +309,11 @@ func (q *Queue) Delete(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	if !ok {
 		version = -1 // see Update
 	}
-	var seq int64
-	err := s.pool.QueryRow(ctx, s.sql.delete, q.name, [16]byte(id), version, tag, s.now()).Scan(&seq)
+	seq, idRand, ok := idParts(id)
+	if !ok {
+		seq = -1 // see Update
+	}
+	err := s.pool.QueryRow(ctx, s.sql.delete, q.name, seq, version, tag, s.now(), idRand).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.exists(ctx, messageNotFound(id))
 	}

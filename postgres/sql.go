@@ -29,11 +29,12 @@ const (
 	sqlLockQueue = `SELECT pg_advisory_xact_lock_shared($1::int4, $2::int4)`
 
 	// put inserts a message and tells whether any Service waits on the
-	// queue, to be notified (see notify). $1 queue name, $2 message ID, $3
-	// visibility timeout, $4 time-to-live (-1: never), $5 receipt tag, $6
-	// content, $7 now. No row: no such queue.
+	// queue, to be notified (see notify). $1 queue name, $2 the random
+	// half of the message's ID, $3 visibility timeout, $4 time-to-live
+	// (-1: never), $5 receipt tag, $6 content, $7 now. No row: no such
+	// queue; else the message's key (seq) and times.
 	sqlPut = `
-INSERT INTO {{schema}}.messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content)
+INSERT INTO {{schema}}.messages (id_rand, queue_id, inserted_at, visible_at, expires_at, tag, content)
 SELECT $2, q.id, t.now, {{schema}}.add_ns(t.now, $3::bigint),
 	CASE WHEN $4::bigint < 0 THEN 9223372036854775807 ELSE {{schema}}.add_ns(t.now, $4::bigint) END,
 	$5, $6
@@ -57,11 +58,11 @@ RETURNING seq, inserted_at, visible_at, expires_at,
 	// tag is $5 XOR its sequence number (never 0): a random seed drawn for
 	// this Get, so that the tags of a Get's messages, handed to one caller
 	// together, are unguessable to anyone else. The rows come in that
-	// order; when none is taken, one row with a NULL ID instead tells the
-	// queue's id (NULL: no such queue).
+	// order; when none is taken, one row with a NULL seq instead tells the
+	// queue's id in place of id_rand (NULL: no such queue).
 	sqlGet = `
 WITH picked AS (
-	SELECT m.id, m.visible_at FROM {{schema}}.messages m
+	SELECT m.seq, m.visible_at FROM {{schema}}.messages m
 	WHERE m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 		AND m.visible_at <= coalesce($2::bigint, {{dbnow}}) AND m.expires_at > coalesce($2::bigint, {{dbnow}})
 	ORDER BY m.visible_at, m.seq
@@ -74,14 +75,14 @@ taken AS (
 		dequeue_count = m.dequeue_count + 1, version = (m.version + 1) % 4294967296,
 		tag = CASE WHEN $5::bigint # m.seq = 0 THEN 1 ELSE $5::bigint # m.seq END
 	FROM picked p
-	WHERE m.id = p.id
-	RETURNING p.visible_at AS was, m.id, m.seq, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.version, m.tag
+	WHERE m.seq = p.seq
+	RETURNING p.visible_at AS was, m.seq, m.id_rand, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.version, m.tag
 )
-SELECT was, id, seq, content, inserted_at, visible_at, expires_at, dequeue_count, version, tag FROM taken
+SELECT was, seq, id_rand, content, inserted_at, visible_at, expires_at, dequeue_count, version, tag FROM taken
 UNION ALL
 SELECT NULL, NULL, (SELECT id FROM {{schema}}.queues WHERE name = $1), NULL, NULL, NULL, NULL, NULL, NULL, NULL
 WHERE NOT EXISTS (SELECT FROM taken)
-ORDER BY 1, 3`
+ORDER BY 1, 2`
 
 	// nextVisible tells Receive, after a Get that took nothing, when the
 	// first unexpired message of the queue $1 is visible. $2 now. One row:
@@ -99,14 +100,14 @@ FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q,
 	sqlQueueID = `SELECT id FROM {{schema}}.queues WHERE name = $1`
 
 	// peek returns up to $3 visible messages in Get's order. $1 queue
-	// name, $2 now. One row with a NULL message ID and queue id: no such
-	// queue; with a NULL message ID only: no visible message.
+	// name, $2 now. One row with a NULL seq and queue id: no such queue;
+	// with a NULL seq only: no visible message.
 	sqlPeek = `
-SELECT q.id, m.id, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count
+SELECT q.id, m.seq, m.id_rand, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count
 FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q
 CROSS JOIN (SELECT coalesce($2::bigint, {{dbnow}}) AS now) t
 LEFT JOIN LATERAL (
-	SELECT m.id, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.seq
+	SELECT m.seq, m.id_rand, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count
 	FROM {{schema}}.messages m
 	WHERE m.queue_id = q.id AND m.visible_at <= t.now AND m.expires_at > t.now
 	ORDER BY m.visible_at, m.seq
@@ -117,23 +118,24 @@ ORDER BY m.visible_at, m.seq`
 	// update makes the message visible after $5 and, unless $7 is NULL,
 	// replaces its content, if the receipt ($3 version, $4 tag) is its
 	// current one; it gives the message the tag $6, and tells whether any
-	// Service waits on the queue, as put does. $1 queue name, $2 message
-	// ID, $8 now. No row: no such message with that receipt, or no such
-	// queue (see queueID).
+	// Service waits on the queue, as put does. $1 queue name, $2 and $9
+	// the message's key and the random half of its ID, $8 now. No row: no
+	// such message with that receipt, or no such queue (see queueID).
 	sqlUpdate = `
 UPDATE {{schema}}.messages m
 SET visible_at = {{schema}}.add_ns(coalesce($8::bigint, {{dbnow}}), $5::bigint),
 	version = (m.version + 1) % 4294967296, tag = $6, content = coalesce($7, m.content)
-WHERE m.id = $2 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
+WHERE m.seq = $2 AND m.id_rand = $9 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($8::bigint, {{dbnow}})
 RETURNING m.visible_at, m.version, EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)`
 
 	// delete removes the message if the receipt ($3 version, $4 tag) is
-	// its current one. $1 queue name, $2 message ID, $5 now. No row: no
-	// such message with that receipt, or no such queue (see queueID).
+	// its current one. $1 queue name, $2 and $6 the message's key and the
+	// random half of its ID, $5 now. No row: no such message with that
+	// receipt, or no such queue (see queueID).
 	sqlDelete = `
 DELETE FROM {{schema}}.messages m
-WHERE m.id = $2 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
+WHERE m.seq = $2 AND m.id_rand = $6 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($5::bigint, {{dbnow}})
 RETURNING m.seq`
 
@@ -188,12 +190,12 @@ SELECT id, pg_notify($2, $1)::text FROM del`
 	// when none is left, forgets the queue. One row: the number removed.
 	sqlRemoveDropped = `
 WITH doomed AS (
-	SELECT id FROM {{schema}}.messages WHERE queue_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED
+	SELECT seq FROM {{schema}}.messages WHERE queue_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
-del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.id = d.id RETURNING 1),
+del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.seq = d.seq RETURNING 1),
 done AS (
 	DELETE FROM {{schema}}.dropped_queues WHERE id = $1
-	AND NOT EXISTS (SELECT FROM {{schema}}.messages WHERE queue_id = $1 AND id NOT IN (SELECT id FROM doomed))
+	AND NOT EXISTS (SELECT FROM {{schema}}.messages WHERE queue_id = $1 AND seq NOT IN (SELECT seq FROM doomed))
 )
 SELECT count(*) FROM del`
 
@@ -204,11 +206,11 @@ SELECT count(*) FROM del`
 	// expiry first. One row: the number removed.
 	sqlPurgeExpired = `
 WITH doomed AS (
-	SELECT id FROM {{schema}}.messages
+	SELECT seq FROM {{schema}}.messages
 	WHERE expires_at <= coalesce($1::bigint, {{dbnow}}) AND expires_at < 9223372036854775806
 	ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
-del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.id = d.id RETURNING 1)
+del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.seq = d.seq RETURNING 1)
 SELECT count(*) FROM del`
 
 	// listQueues lists up to $3 queues whose names start with $1, from

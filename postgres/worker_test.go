@@ -23,4 +23,3 @@ func TestWorker(t *testing.T) {
 		return workertest.Fixture{Service: s, Clock: mock}
 	}, workertest.Options{Runs: runs})
 }
-

@@ -167,7 +167,8 @@ type accountState struct {
 type PropertiesKeeper interface {
 	// ServiceProperties returns the properties document last stored, as
 	// Get Queue Service Properties answers with it, or nil if none has
-	// been: the properties of a new account.
+	// been: the properties of a new account. The Server may keep the
+	// slice, which the keeper must not change afterwards.
 	ServiceProperties(ctx context.Context) ([]byte, error)
 	// UpdateServiceProperties replaces the stored document with what
 	// update returns, given the stored one (nil if none), atomically

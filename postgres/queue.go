@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/internal/queuemeta"
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -388,7 +389,7 @@ func (q *Queue) Create(ctx context.Context, metadata map[string]string) (created
 		if err != nil {
 			return false, dbError(ctx, err)
 		}
-		if created || sameMetadata(metadataMap(existingNames, existingValues), metadata) {
+		if created || queuemeta.Equal(metadataMap(existingNames, existingValues), metadata) {
 			return created, nil
 		}
 		return false, queueAlreadyExists(q.name)

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -307,19 +306,9 @@ func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (a
 	if err := s.check(ctx); err != nil {
 		return azq.ListQueuesPage{}, err
 	}
-	max := opts.MaxResults
-	if max == 0 {
-		max = maxListResults
-	}
-	if max < 1 || max > maxListResults {
-		return azq.ListQueuesPage{}, &azq.Error{Code: azq.CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest,
-			Message: "the value of maxresults is out of range",
-			Details: []azq.Detail{
-				{Name: "QueryParameterName", Value: "maxresults"},
-				{Name: "QueryParameterValue", Value: strconv.Itoa(opts.MaxResults)},
-				{Name: "MinimumAllowed", Value: "1"},
-				{Name: "MaximumAllowed", Value: strconv.Itoa(maxListResults)},
-			}}
+	max, err := opts.PageSize()
+	if err != nil {
+		return azq.ListQueuesPage{}, err
 	}
 	start := opts.Prefix
 	if opts.Marker != "" {
@@ -359,9 +348,6 @@ func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (a
 	}
 	return page, nil
 }
-
-// maxListResults is the largest page of ListQueues, Azure's 5000.
-const maxListResults = 5000
 
 // A marker names the first queue of the next page, as the in-memory
 // Service's does: base64 of a version byte and the name, so that it is
@@ -406,30 +392,6 @@ func metadataColumns(md map[string]string) ([]string, [][]byte) {
 		values = append(values, append([]byte{}, v...))
 	}
 	return names, values
-}
-
-// sameMetadata compares metadata as Azure does when a queue is created
-// again: names ignoring case, values exactly.
-func sameMetadata(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		found := false
-		for k2, v2 := range b {
-			if strings.EqualFold(k, k2) {
-				if v != v2 {
-					return false
-				}
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // Close ends waiting Receive calls (they return ErrQueueNotFound, as on a

@@ -340,21 +340,40 @@ func (q *Queue) Clear(ctx context.Context) error {
 
 // ApproximateCount returns the number of unexpired messages, visible or
 // not: exact, as the in-memory queue's, and counted, so it takes time in
-// proportion to the queue's length.
+// proportion to the queue's length. It is two statements: the queue's id,
+// then the count by that id (see sqlCount).
 func (q *Queue) ApproximateCount(ctx context.Context) (int, error) {
+	s := q.svc
+	id, err := q.id(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var exists bool
+	var n int64
+	if err := s.pool.QueryRow(ctx, s.sql.count, id, s.now()).Scan(&exists, &n); err != nil {
+		return 0, dbError(ctx, err)
+	}
+	if !exists {
+		return 0, queueNotFound(q.name)
+	}
+	return int(n), nil
+}
+
+// id returns the queue's id: ErrQueueNotFound if there is no such queue.
+func (q *Queue) id(ctx context.Context) (int64, error) {
 	s := q.svc
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
-	var qid pgtype.Int8
-	var n int64
-	if err := s.pool.QueryRow(ctx, s.sql.count, q.name, s.now()).Scan(&qid, &n); err != nil {
-		return 0, dbError(ctx, err)
-	}
-	if !qid.Valid {
+	var id int64
+	err := s.pool.QueryRow(ctx, s.sql.queueID, q.name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, queueNotFound(q.name)
 	}
-	return int(n), nil
+	if err != nil {
+		return 0, dbError(ctx, err)
+	}
+	return id, nil
 }
 
 // Create creates the queue with metadata (nil for none), as
@@ -396,21 +415,23 @@ func (q *Queue) Create(ctx context.Context, metadata map[string]string) (created
 	}
 }
 
-// Properties returns the queue's metadata and its message count.
+// Properties returns the queue's metadata and its message count, read
+// together, after the queue's id (see ApproximateCount).
 func (q *Queue) Properties(ctx context.Context) (azq.Properties, error) {
 	s := q.svc
-	if err := s.check(ctx); err != nil {
+	id, err := q.id(ctx)
+	if err != nil {
 		return azq.Properties{}, err
 	}
-	var qid pgtype.Int8
 	var names []string
 	var values [][]byte
 	var n int64
-	if err := s.pool.QueryRow(ctx, s.sql.properties, q.name, s.now()).Scan(&qid, &names, &values, &n); err != nil {
-		return azq.Properties{}, dbError(ctx, err)
-	}
-	if !qid.Valid {
+	err = s.pool.QueryRow(ctx, s.sql.properties, id, s.now()).Scan(&names, &values, &n)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return azq.Properties{}, queueNotFound(q.name)
+	}
+	if err != nil {
+		return azq.Properties{}, dbError(ctx, err)
 	}
 	return azq.Properties{Metadata: metadataMap(names, values), ApproximateMessagesCount: int(n)}, nil
 }

@@ -43,8 +43,8 @@ type Options struct {
 // tables, shared by every Service on the same schema, in any process. All
 // methods are safe for concurrent use.
 //
-// Each operation is one statement (one round trip), so the back end has
-// no state of its own that another process could miss: a message put
+// Each operation is one statement (one round trip; a count, two), so the
+// back end has no state of its own that another process could miss: a message put
 // through one Service is got through another, and a receipt issued by one
 // works on every other. Receive waits without polling, woken through the
 // database's LISTEN/NOTIFY by Puts and Updates of any process, and by a

@@ -249,7 +249,14 @@ func azqPipeline(b *testing.B, e *env, callers int) {
 	}
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
+	// The consumers start before the timer, and one message put and
+	// deleted first has each of them waiting: the timed part is the
+	// work, not 16 Receive calls registering on a new queue, which took
+	// up to a second of a probe run (b.N = 1) on a loaded machine and
+	// then made the run's b.N too small to hide it.
 	var deleted atomic.Int64
+	target := int64(b.N) + 1
+	warm := make(chan struct{})
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < callers; i++ {
@@ -268,13 +275,20 @@ func azqPipeline(b *testing.B, e *env, callers int) {
 					if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
 						panic(err)
 					}
-					if deleted.Add(1) == int64(b.N) {
+					switch deleted.Add(1) {
+					case 1:
+						close(warm)
+					case target:
 						close(done)
 					}
 				}
 			}
 		}()
 	}
+	if _, err := q.Put(ctx, payload, nil); err != nil {
+		b.Fatal(err)
+	}
+	<-warm
 	run(b, callers, func(ctx context.Context) error {
 		_, err := q.Put(ctx, payload, nil)
 		return err

@@ -321,3 +321,16 @@ func Example_consumer() {
 	// Output:
 	// processing {"order":42}
 }
+
+// A QueueService of your own reads the page size of a listing as azq's
+// back ends do: zero is Azure's 5000, and a size out of range is the
+// error Azure gives.
+func ExampleListQueuesOptions_PageSize() {
+	n, err := azq.ListQueuesOptions{}.PageSize()
+	fmt.Println(n, err)
+	_, err = azq.ListQueuesOptions{MaxResults: 5001}.PageSize()
+	fmt.Println(errors.Is(err, azq.ErrOutOfRange))
+	// Output:
+	// 5000 <nil>
+	// true
+}

@@ -93,27 +93,3 @@ func cloneMetadata(md map[string]string) map[string]string {
 	}
 	return c
 }
-
-// sameMetadata compares metadata as Azure does when a queue is created
-// again: names ignoring case, values exactly.
-func sameMetadata(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		found := false
-		for k2, v2 := range b {
-			if strings.EqualFold(k, k2) {
-				if v != v2 {
-					return false
-				}
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/azqlib/azq/internal/queuemeta"
 	"github.com/benbjohnson/clock"
 	"github.com/tidwall/btree"
 )
@@ -66,7 +67,7 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 	}
 	if q, ok := s.queues.Get(name); ok {
 		q.mu.Lock()
-		same := sameMetadata(q.metadata, metadata)
+		same := queuemeta.Equal(q.metadata, metadata)
 		q.mu.Unlock()
 		var lsn uint64
 		if s.dur != nil {
@@ -164,6 +165,20 @@ type ListQueuesOptions struct {
 	IncludeMetadata bool
 }
 
+// PageSize returns the most queues a page of the listing holds:
+// MaxResults, or 5000 when it is zero. A MaxResults outside 1 to 5000
+// gives ErrOutOfRange with the details Azure gives for its maxresults
+// parameter, so that every QueueService answers it alike.
+func (o ListQueuesOptions) PageSize() (int, error) {
+	if o.MaxResults == 0 {
+		return azureMaxListQueueResults, nil
+	}
+	if o.MaxResults < 1 || o.MaxResults > azureMaxListQueueResults {
+		return 0, outOfRangeInt("maxresults", o.MaxResults, 1, azureMaxListQueueResults)
+	}
+	return o.MaxResults, nil
+}
+
 // QueueItem is one queue in a ListQueues page.
 type QueueItem struct {
 	Name     string
@@ -206,12 +221,9 @@ func (s *Service) page(ctx context.Context, opts ListQueuesOptions) (queues []*Q
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	limit := opts.MaxResults
-	if limit == 0 {
-		limit = azureMaxListQueueResults
-	}
-	if limit < 1 || limit > azureMaxListQueueResults {
-		return nil, "", outOfRangeInt("maxresults", opts.MaxResults, 1, azureMaxListQueueResults)
+	limit, err := opts.PageSize()
+	if err != nil {
+		return nil, "", err
 	}
 	start := opts.Prefix
 	if opts.Marker != "" {

@@ -2,8 +2,6 @@ package azure
 
 import (
 	"context"
-	"net/http"
-	"strconv"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
@@ -134,12 +132,8 @@ func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 // MaxResults outside 0 to 5000 gives azq.ErrOutOfRange without a request,
 // as azq.Service's does (the service would cut one above 5000 to 5000).
 func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (azq.ListQueuesPage, error) {
-	if opts.MaxResults < 0 || opts.MaxResults > maxListResults {
-		v := strconv.Itoa(opts.MaxResults)
-		return azq.ListQueuesPage{}, &azq.Error{Code: azq.CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest,
-			Message: "maxresults " + v + " is outside 1 to 5000",
-			Details: []azq.Detail{{Name: "QueryParameterName", Value: "maxresults"}, {Name: "QueryParameterValue", Value: v},
-				{Name: "MinLimit", Value: "1"}, {Name: "MaxLimit", Value: "5000"}}}
+	if _, err := opts.PageSize(); err != nil {
+		return azq.ListQueuesPage{}, err
 	}
 	lo := &azqueue.ListQueuesOptions{Include: azqueue.ListQueuesInclude{Metadata: opts.IncludeMetadata}}
 	if opts.Prefix != "" {
@@ -172,9 +166,6 @@ func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (a
 	}
 	return page, nil
 }
-
-// maxListResults is the largest page of List Queues.
-const maxListResults = 5000
 
 // Close implements azq.QueueService. It releases nothing and returns nil:
 // a Service holds no files, and its connections belong to the SDK

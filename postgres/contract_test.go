@@ -15,7 +15,13 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		// A producer or consumer process of processes_test.go.
+		os.Exit(runRole(role))
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // open returns a Service on the test server, with the given options (on
 // a schema of t's own unless they name one), closed when t ends.

@@ -20,6 +20,13 @@
 // clock, so that replicas whose clocks disagree agree on when a message
 // becomes visible or expires.
 //
+// A Service also keeps its account's service properties (CORS rules,
+// logging and metrics settings) for azq's REST server
+// (ServiceProperties, UpdateServiceProperties), so that every server on
+// a schema answers with the same ones: azqd -postgres URL serves each
+// account from a schema of the database, and any number of azqd on it
+// serve the same queues.
+//
 // Open applies the embedded schema under an advisory lock, so replicas
 // that start together do not race. docs/postgres.md in the repository
 // says when to choose this back end, how to run it, its schema, its

@@ -26,8 +26,8 @@ func TestExpiredRowsGoInBatches(t *testing.T) {
 	s, mock := openMock(t)
 	q := newQueue(t, s)
 	const expiring = 2*postgres.RemoveBatch + 5
-	if _, err := s.Pool().Exec(bg, `INSERT INTO `+s.Schema()+`.messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content)
-		SELECT gen_random_uuid(), (SELECT id FROM `+s.Schema()+`.queues WHERE name = $1), $2, $2, $2 + 60000000000, 1, ''::bytea
+	if _, err := s.Pool().Exec(bg, `INSERT INTO `+s.Schema()+`.messages (id_rand, queue_id, inserted_at, visible_at, expires_at, tag, content)
+		SELECT 1, (SELECT id FROM `+s.Schema()+`.queues WHERE name = $1), $2, $2, $2 + 60000000000, 1, ''::bytea
 		FROM generate_series(1, $3)`, q.Name(), mock.Now().UnixNano(), expiring); err != nil {
 		t.Fatal(err)
 	}

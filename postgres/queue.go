@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/internal/queuemeta"
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -72,10 +73,10 @@ func (q *Queue) Put(ctx context.Context, content string, opts *azq.PutOptions) (
 	if opts != nil {
 		visibility = opts.VisibilityTimeout
 	}
-	id, tag := newMessageID(), newTag()
+	idRand, tag := newIDRand(), newTag()
 	b := &pgx.Batch{}
 	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.put, q.name, [16]byte(id), int64(visibility), int64(ttl), tag, contentParam(content), s.now())
+	b.Queue(s.sql.put, q.name, idRand, int64(visibility), int64(ttl), tag, contentParam(content), s.now())
 	br := s.pool.SendBatch(ctx, b)
 	var seq, inserted, visible, expires int64
 	var waited bool
@@ -97,7 +98,7 @@ func (q *Queue) Put(ctx context.Context, content string, opts *azq.PutOptions) (
 	}
 	s.maybePurge(ctx)
 	return azq.Message{
-		ID:              id,
+		ID:              messageID(seq, idRand),
 		Content:         content,
 		InsertionTime:   fromNanos(inserted),
 		ExpirationTime:  expirationTime(expires),
@@ -148,19 +149,18 @@ func (q *Queue) get(ctx context.Context, dst []azq.Message, n int, visibility ti
 	first := len(dst)
 	exists := true
 	for rows.Next() {
-		var was pgtype.Int8
-		var id pgtype.UUID
-		var seq, inserted, visible, expires, dequeues, version, tag pgtype.Int8
+		var was, seq, idRand pgtype.Int8
+		var inserted, visible, expires, dequeues, version, tag pgtype.Int8
 		var content string
-		if err := rows.Scan(&was, &id, &seq, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
+		if err := rows.Scan(&was, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
 			return dst[:first], dbError(ctx, err)
 		}
-		if !id.Valid { // nothing taken: the queue's id, if it exists
-			exists = seq.Valid
+		if !seq.Valid { // nothing taken: the queue's id, if it exists
+			exists = idRand.Valid
 			continue
 		}
 		dst = append(dst, azq.Message{
-			ID:              azq.MessageID(id.Bytes),
+			ID:              messageID(seq.Int64, idRand.Int64),
 			Content:         content,
 			InsertionTime:   fromNanos(inserted.Int64),
 			ExpirationTime:  expirationTime(expires.Int64),
@@ -210,19 +210,18 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]azq.Message, error) {
 	msgs := []azq.Message{}
 	exists := false
 	for rows.Next() {
-		var qid pgtype.Int8
-		var id pgtype.UUID
+		var qid, seq, idRand pgtype.Int8
 		var inserted, visible, expires, dequeues pgtype.Int8
 		var content string
-		if err := rows.Scan(&qid, &id, textScanner{&content}, &inserted, &visible, &expires, &dequeues); err != nil {
+		if err := rows.Scan(&qid, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues); err != nil {
 			return nil, dbError(ctx, err)
 		}
 		exists = qid.Valid
-		if !id.Valid {
+		if !seq.Valid {
 			continue
 		}
 		msgs = append(msgs, azq.Message{
-			ID:              azq.MessageID(id.Bytes),
+			ID:              messageID(seq.Int64, idRand.Int64),
 			Content:         content,
 			InsertionTime:   fromNanos(inserted.Int64),
 			ExpirationTime:  expirationTime(expires.Int64),
@@ -260,6 +259,10 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 		// no receipt has.
 		version = -1
 	}
+	seq, idRand, ok := idParts(id)
+	if !ok {
+		seq = -1 // likewise: no message has it
+	}
 	var newContent []byte
 	if content != nil {
 		newContent = contentParam(*content)
@@ -267,7 +270,7 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	newTag := newTag()
 	b := &pgx.Batch{}
 	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.update, q.name, [16]byte(id), version, tag, int64(visibility), newTag, newContent, s.now())
+	b.Queue(s.sql.update, q.name, seq, version, tag, int64(visibility), newTag, newContent, s.now(), idRand)
 	br := s.pool.SendBatch(ctx, b)
 	var visible, newVersion int64
 	var waited bool
@@ -307,8 +310,11 @@ func (q *Queue) Delete(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	if !ok {
 		version = -1 // see Update
 	}
-	var seq int64
-	err := s.pool.QueryRow(ctx, s.sql.delete, q.name, [16]byte(id), version, tag, s.now()).Scan(&seq)
+	seq, idRand, ok := idParts(id)
+	if !ok {
+		seq = -1 // see Update
+	}
+	err := s.pool.QueryRow(ctx, s.sql.delete, q.name, seq, version, tag, s.now(), idRand).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.exists(ctx, messageNotFound(id))
 	}
@@ -334,21 +340,40 @@ func (q *Queue) Clear(ctx context.Context) error {
 
 // ApproximateCount returns the number of unexpired messages, visible or
 // not: exact, as the in-memory queue's, and counted, so it takes time in
-// proportion to the queue's length.
+// proportion to the queue's length. It is two statements: the queue's id,
+// then the count by that id (see sqlCount).
 func (q *Queue) ApproximateCount(ctx context.Context) (int, error) {
+	s := q.svc
+	id, err := q.id(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var exists bool
+	var n int64
+	if err := s.pool.QueryRow(ctx, s.sql.count, id, s.now()).Scan(&exists, &n); err != nil {
+		return 0, dbError(ctx, err)
+	}
+	if !exists {
+		return 0, queueNotFound(q.name)
+	}
+	return int(n), nil
+}
+
+// id returns the queue's id: ErrQueueNotFound if there is no such queue.
+func (q *Queue) id(ctx context.Context) (int64, error) {
 	s := q.svc
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
-	var qid pgtype.Int8
-	var n int64
-	if err := s.pool.QueryRow(ctx, s.sql.count, q.name, s.now()).Scan(&qid, &n); err != nil {
-		return 0, dbError(ctx, err)
-	}
-	if !qid.Valid {
+	var id int64
+	err := s.pool.QueryRow(ctx, s.sql.queueID, q.name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, queueNotFound(q.name)
 	}
-	return int(n), nil
+	if err != nil {
+		return 0, dbError(ctx, err)
+	}
+	return id, nil
 }
 
 // Create creates the queue with metadata (nil for none), as
@@ -383,28 +408,30 @@ func (q *Queue) Create(ctx context.Context, metadata map[string]string) (created
 		if err != nil {
 			return false, dbError(ctx, err)
 		}
-		if created || sameMetadata(metadataMap(existingNames, existingValues), metadata) {
+		if created || queuemeta.Equal(metadataMap(existingNames, existingValues), metadata) {
 			return created, nil
 		}
 		return false, queueAlreadyExists(q.name)
 	}
 }
 
-// Properties returns the queue's metadata and its message count.
+// Properties returns the queue's metadata and its message count, read
+// together, after the queue's id (see ApproximateCount).
 func (q *Queue) Properties(ctx context.Context) (azq.Properties, error) {
 	s := q.svc
-	if err := s.check(ctx); err != nil {
+	id, err := q.id(ctx)
+	if err != nil {
 		return azq.Properties{}, err
 	}
-	var qid pgtype.Int8
 	var names []string
 	var values [][]byte
 	var n int64
-	if err := s.pool.QueryRow(ctx, s.sql.properties, q.name, s.now()).Scan(&qid, &names, &values, &n); err != nil {
-		return azq.Properties{}, dbError(ctx, err)
-	}
-	if !qid.Valid {
+	err = s.pool.QueryRow(ctx, s.sql.properties, id, s.now()).Scan(&names, &values, &n)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return azq.Properties{}, queueNotFound(q.name)
+	}
+	if err != nil {
+		return azq.Properties{}, dbError(ctx, err)
 	}
 	return azq.Properties{Metadata: metadataMap(names, values), ApproximateMessagesCount: int(n)}, nil
 }

@@ -67,16 +67,48 @@ func newTag() int64 {
 	}
 }
 
-// newMessageID returns a random (version 4) UUID, as azq's message IDs
-// are.
-func newMessageID() azq.MessageID {
-	var id azq.MessageID
-	if _, err := rand.Read(id[:]); err != nil {
+// A message's ID carries its key: the sequence number (seq) that orders
+// the messages and is the primary key of their table, so that a message
+// is found by a bigint key, which PostgreSQL appends to its index, rather
+// than by a random UUID, which lands on a random page of a UUID index and
+// would need that index beside seq's. An ID is a version 4 UUID: the
+// first 8 bytes are random (the version nibble aside) and kept with the
+// message (id_rand); the last 8 hold the UUID variant's two bits and seq
+// XOR those random bytes, in 62 bits (seq, an identity from 1, stays
+// below 2^62). An ID whose variant bits are not these, or whose random
+// half is not the message's, names no message.
+const (
+	idVariant = uint64(0b10) << 62
+	idSeqMask = uint64(1)<<62 - 1
+)
+
+// newIDRand returns the random half of a new message's ID.
+func newIDRand() int64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
 		panic("postgres: no randomness: " + err.Error())
 	}
-	id[6] = id[6]&0x0f | 0x40 // version 4
-	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	return int64(binary.BigEndian.Uint64(b[:]))
+}
+
+// messageID is the ID of the message with key seq and random half r.
+func messageID(seq, r int64) azq.MessageID {
+	var id azq.MessageID
+	binary.BigEndian.PutUint64(id[0:8], uint64(r))
+	binary.BigEndian.PutUint64(id[8:16], idVariant|(uint64(seq)^uint64(r))&idSeqMask)
 	return id
+}
+
+// idParts returns the key and the random half an ID carries; ok is false
+// for an ID that no message of this back end has.
+func idParts(id azq.MessageID) (seq, r int64, ok bool) {
+	r = int64(binary.BigEndian.Uint64(id[0:8]))
+	low := binary.BigEndian.Uint64(id[8:16])
+	if low&^idSeqMask != idVariant {
+		return 0, 0, false
+	}
+	return int64((low ^ uint64(r)) & idSeqMask), r, true
 }
 
 // Times are Unix nanoseconds, as in the in-memory queue (see the schema).

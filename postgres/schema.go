@@ -59,7 +59,7 @@ func migrations() ([]migration, error) {
 // SchemaVersion is the version of the schema that this package makes and
 // uses. Open brings a schema of an older version up to it; a newer one,
 // made by a later release, it refuses.
-const SchemaVersion = 1
+const SchemaVersion = 3
 
 // migrate brings the schema up to SchemaVersion, creating it if need be.
 // It holds a session-level advisory lock of the schema for the whole

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +43,8 @@ type Options struct {
 // tables, shared by every Service on the same schema, in any process. All
 // methods are safe for concurrent use.
 //
-// Each operation is one statement (one round trip), so the back end has
-// no state of its own that another process could miss: a message put
+// Each operation is one statement (one round trip; a count, two), so the
+// back end has no state of its own that another process could miss: a message put
 // through one Service is got through another, and a receipt issued by one
 // works on every other. Receive waits without polling, woken through the
 // database's LISTEN/NOTIFY by Puts and Updates of any process, and by a
@@ -246,12 +245,16 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 
 // DeleteQueue deletes the queue name and its messages; waiting Receive
 // calls, in any process, return ErrQueueNotFound. A queue that does not
-// exist gives ErrQueueNotFound. The queue's row goes in one transaction,
+// exist gives ErrQueueNotFound, an invalid name ErrInvalidQueueName, as
+// Azure answers. The queue's row goes in one transaction,
 // after every Put and Update in flight on it has committed; its messages,
 // unreachable from then on, go after it in batches, so that deleting a
 // large queue does not hold up the others.
 func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := azq.ValidateQueueName(name); err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
@@ -307,19 +310,9 @@ func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (a
 	if err := s.check(ctx); err != nil {
 		return azq.ListQueuesPage{}, err
 	}
-	max := opts.MaxResults
-	if max == 0 {
-		max = maxListResults
-	}
-	if max < 1 || max > maxListResults {
-		return azq.ListQueuesPage{}, &azq.Error{Code: azq.CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest,
-			Message: "the value of maxresults is out of range",
-			Details: []azq.Detail{
-				{Name: "QueryParameterName", Value: "maxresults"},
-				{Name: "QueryParameterValue", Value: strconv.Itoa(opts.MaxResults)},
-				{Name: "MinimumAllowed", Value: "1"},
-				{Name: "MaximumAllowed", Value: strconv.Itoa(maxListResults)},
-			}}
+	max, err := opts.PageSize()
+	if err != nil {
+		return azq.ListQueuesPage{}, err
 	}
 	start := opts.Prefix
 	if opts.Marker != "" {
@@ -359,9 +352,6 @@ func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (a
 	}
 	return page, nil
 }
-
-// maxListResults is the largest page of ListQueues, Azure's 5000.
-const maxListResults = 5000
 
 // A marker names the first queue of the next page, as the in-memory
 // Service's does: base64 of a version byte and the name, so that it is
@@ -406,30 +396,6 @@ func metadataColumns(md map[string]string) ([]string, [][]byte) {
 		values = append(values, append([]byte{}, v...))
 	}
 	return names, values
-}
-
-// sameMetadata compares metadata as Azure does when a queue is created
-// again: names ignoring case, values exactly.
-func sameMetadata(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		found := false
-		for k2, v2 := range b {
-			if strings.EqualFold(k, k2) {
-				if v != v2 {
-					return false
-				}
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // Close ends waiting Receive calls (they return ErrQueueNotFound, as on a

@@ -202,8 +202,8 @@ func TestDeleteQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	// More messages than a batch removes, written at once, and one put.
-	if _, err := s.Pool().Exec(bg, `INSERT INTO `+s.Schema()+`.messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content)
-		SELECT gen_random_uuid(), (SELECT id FROM `+s.Schema()+`.queues WHERE name = 'doomed'), 0, 0, 9223372036854775807, 1, ''::bytea
+	if _, err := s.Pool().Exec(bg, `INSERT INTO `+s.Schema()+`.messages (id_rand, queue_id, inserted_at, visible_at, expires_at, tag, content)
+		SELECT 1, (SELECT id FROM `+s.Schema()+`.queues WHERE name = 'doomed'), 0, 0, 9223372036854775807, 1, ''::bytea
 		FROM generate_series(1, $1)`, 2*postgres.RemoveBatch+3); err != nil {
 		t.Fatal(err)
 	}
@@ -447,5 +447,49 @@ func TestClose(t *testing.T) {
 	defer s2.Close()
 	if _, err := s2.Named("kept").ApproximateCount(bg); err != nil {
 		t.Fatalf("the queue after Close: %v", err)
+	}
+}
+
+// A message's ID is a version 4 UUID that carries its key: an ID changed
+// in its random half, its key or its variant names no message, even with
+// the message's current receipt, and changes nothing.
+func TestIDsCarryTheKey(t *testing.T) {
+	t.Parallel()
+	s, _ := openMock(t)
+	q := newQueue(t, s)
+	seen := map[azq.MessageID]bool{}
+	for i := 0; i < 3; i++ {
+		m, err := q.Put(bg, "m", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if version, variant := m.ID[6]>>4, m.ID[8]>>6; version != 4 || variant != 0b10 || seen[m.ID] {
+			t.Fatalf("ID %v: version %d, variant %b, seen before %v", m.ID, version, variant, seen[m.ID])
+		}
+		seen[m.ID] = true
+	}
+	ms, err := q.Get(bg, 1, time.Minute)
+	if err != nil || len(ms) != 1 {
+		t.Fatal(ms, err)
+	}
+	m := ms[0]
+	for _, c := range []struct {
+		name string
+		bit  int // of the ID, from the first byte's highest
+	}{{"random half", 3}, {"version", 49}, {"key", 127}, {"key's high bit", 66}, {"variant", 65}} {
+		forged := m.ID
+		forged[c.bit/8] ^= 0x80 >> (c.bit % 8)
+		if err := q.Delete(bg, forged, m.PopReceipt); !errors.Is(err, azq.ErrMessageNotFound) {
+			t.Errorf("Delete with the %s changed: %v, want ErrMessageNotFound", c.name, err)
+		}
+		if _, err := q.Update(bg, forged, m.PopReceipt, 0, nil); !errors.Is(err, azq.ErrMessageNotFound) {
+			t.Errorf("Update with the %s changed: %v, want ErrMessageNotFound", c.name, err)
+		}
+	}
+	if n, err := q.ApproximateCount(bg); err != nil || n != 3 {
+		t.Fatalf("after the forged IDs: %d messages, %v", n, err)
+	}
+	if err := q.Delete(bg, m.ID, m.PopReceipt); err != nil {
+		t.Fatalf("Delete with the message's own ID: %v", err)
 	}
 }

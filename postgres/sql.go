@@ -6,7 +6,8 @@ import "strings"
 // statement (Put and Update: one round trip of two, see lockQueue), which
 // finds the queue by name in the same statement, so that a queue deleted
 // and created again is followed and no cache can go stale across
-// processes. {{schema}} stands for the quoted schema name; statements
+// processes; a count finds the queue's id in a statement before (see
+// count), which its statement checks again. {{schema}} stands for the quoted schema name; statements
 // built by newStatements have it filled in.
 //
 // Parameters named now are the Service clock's reading in Unix
@@ -29,11 +30,12 @@ const (
 	sqlLockQueue = `SELECT pg_advisory_xact_lock_shared($1::int4, $2::int4)`
 
 	// put inserts a message and tells whether any Service waits on the
-	// queue, to be notified (see notify). $1 queue name, $2 message ID, $3
-	// visibility timeout, $4 time-to-live (-1: never), $5 receipt tag, $6
-	// content, $7 now. No row: no such queue.
+	// queue, to be notified (see notify). $1 queue name, $2 the random
+	// half of the message's ID, $3 visibility timeout, $4 time-to-live
+	// (-1: never), $5 receipt tag, $6 content, $7 now. No row: no such
+	// queue; else the message's key (seq) and times.
 	sqlPut = `
-INSERT INTO {{schema}}.messages (id, queue_id, inserted_at, visible_at, expires_at, tag, content)
+INSERT INTO {{schema}}.messages (id_rand, queue_id, inserted_at, visible_at, expires_at, tag, content)
 SELECT $2, q.id, t.now, {{schema}}.add_ns(t.now, $3::bigint),
 	CASE WHEN $4::bigint < 0 THEN 9223372036854775807 ELSE {{schema}}.add_ns(t.now, $4::bigint) END,
 	$5, $6
@@ -57,11 +59,11 @@ RETURNING seq, inserted_at, visible_at, expires_at,
 	// tag is $5 XOR its sequence number (never 0): a random seed drawn for
 	// this Get, so that the tags of a Get's messages, handed to one caller
 	// together, are unguessable to anyone else. The rows come in that
-	// order; when none is taken, one row with a NULL ID instead tells the
-	// queue's id (NULL: no such queue).
+	// order; when none is taken, one row with a NULL seq instead tells the
+	// queue's id in place of id_rand (NULL: no such queue).
 	sqlGet = `
 WITH picked AS (
-	SELECT m.id, m.visible_at FROM {{schema}}.messages m
+	SELECT m.seq, m.visible_at FROM {{schema}}.messages m
 	WHERE m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 		AND m.visible_at <= coalesce($2::bigint, {{dbnow}}) AND m.expires_at > coalesce($2::bigint, {{dbnow}})
 	ORDER BY m.visible_at, m.seq
@@ -74,14 +76,14 @@ taken AS (
 		dequeue_count = m.dequeue_count + 1, version = (m.version + 1) % 4294967296,
 		tag = CASE WHEN $5::bigint # m.seq = 0 THEN 1 ELSE $5::bigint # m.seq END
 	FROM picked p
-	WHERE m.id = p.id
-	RETURNING p.visible_at AS was, m.id, m.seq, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.version, m.tag
+	WHERE m.seq = p.seq
+	RETURNING p.visible_at AS was, m.seq, m.id_rand, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.version, m.tag
 )
-SELECT was, id, seq, content, inserted_at, visible_at, expires_at, dequeue_count, version, tag FROM taken
+SELECT was, seq, id_rand, content, inserted_at, visible_at, expires_at, dequeue_count, version, tag FROM taken
 UNION ALL
 SELECT NULL, NULL, (SELECT id FROM {{schema}}.queues WHERE name = $1), NULL, NULL, NULL, NULL, NULL, NULL, NULL
 WHERE NOT EXISTS (SELECT FROM taken)
-ORDER BY 1, 3`
+ORDER BY 1, 2`
 
 	// nextVisible tells Receive, after a Get that took nothing, when the
 	// first unexpired message of the queue $1 is visible. $2 now. One row:
@@ -99,14 +101,14 @@ FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q,
 	sqlQueueID = `SELECT id FROM {{schema}}.queues WHERE name = $1`
 
 	// peek returns up to $3 visible messages in Get's order. $1 queue
-	// name, $2 now. One row with a NULL message ID and queue id: no such
-	// queue; with a NULL message ID only: no visible message.
+	// name, $2 now. One row with a NULL seq and queue id: no such queue;
+	// with a NULL seq only: no visible message.
 	sqlPeek = `
-SELECT q.id, m.id, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count
+SELECT q.id, m.seq, m.id_rand, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count
 FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q
 CROSS JOIN (SELECT coalesce($2::bigint, {{dbnow}}) AS now) t
 LEFT JOIN LATERAL (
-	SELECT m.id, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count, m.seq
+	SELECT m.seq, m.id_rand, m.content, m.inserted_at, m.visible_at, m.expires_at, m.dequeue_count
 	FROM {{schema}}.messages m
 	WHERE m.queue_id = q.id AND m.visible_at <= t.now AND m.expires_at > t.now
 	ORDER BY m.visible_at, m.seq
@@ -117,23 +119,24 @@ ORDER BY m.visible_at, m.seq`
 	// update makes the message visible after $5 and, unless $7 is NULL,
 	// replaces its content, if the receipt ($3 version, $4 tag) is its
 	// current one; it gives the message the tag $6, and tells whether any
-	// Service waits on the queue, as put does. $1 queue name, $2 message
-	// ID, $8 now. No row: no such message with that receipt, or no such
-	// queue (see queueID).
+	// Service waits on the queue, as put does. $1 queue name, $2 and $9
+	// the message's key and the random half of its ID, $8 now. No row: no
+	// such message with that receipt, or no such queue (see queueID).
 	sqlUpdate = `
 UPDATE {{schema}}.messages m
 SET visible_at = {{schema}}.add_ns(coalesce($8::bigint, {{dbnow}}), $5::bigint),
 	version = (m.version + 1) % 4294967296, tag = $6, content = coalesce($7, m.content)
-WHERE m.id = $2 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
+WHERE m.seq = $2 AND m.id_rand = $9 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($8::bigint, {{dbnow}})
 RETURNING m.visible_at, m.version, EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)`
 
 	// delete removes the message if the receipt ($3 version, $4 tag) is
-	// its current one. $1 queue name, $2 message ID, $5 now. No row: no
-	// such message with that receipt, or no such queue (see queueID).
+	// its current one. $1 queue name, $2 and $6 the message's key and the
+	// random half of its ID, $5 now. No row: no such message with that
+	// receipt, or no such queue (see queueID).
 	sqlDelete = `
 DELETE FROM {{schema}}.messages m
-WHERE m.id = $2 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
+WHERE m.seq = $2 AND m.id_rand = $6 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($5::bigint, {{dbnow}})
 RETURNING m.seq`
 
@@ -144,18 +147,27 @@ WITH q AS (SELECT id FROM {{schema}}.queues WHERE name = $1),
 del AS (DELETE FROM {{schema}}.messages m WHERE m.queue_id = (SELECT id FROM q))
 SELECT (SELECT id FROM q)`
 
-	// count counts the unexpired messages of the queue $1 at $2. One
-	// row: the queue's id (NULL: no such queue) and the count.
+	// count counts the unexpired messages of the queue whose id is $1 (see
+	// queueID) at $2. One row: whether the queue still exists, and the
+	// count. The id comes from a statement before, rather than from a
+	// subquery by name, so that the planner knows it: from a subquery,
+	// its estimate is the table's rows over the number of queues, and
+	// with one deep queue in the table it read the whole table, in
+	// parallel and compiled, to count an empty queue (300 ms beside a
+	// queue of a million messages; by the id, an index probe). The
+	// queue's row and its messages are read in one snapshot, so a queue
+	// deleted since its id was read is not found, and a count is never
+	// that of a queue whose messages are half removed.
 	sqlCount = `
-SELECT q.id, (SELECT count(*) FROM {{schema}}.messages m
-	WHERE m.queue_id = q.id AND m.expires_at > coalesce($2::bigint, {{dbnow}}))
-FROM (SELECT (SELECT id FROM {{schema}}.queues WHERE name = $1) AS id) q`
+SELECT EXISTS (SELECT FROM {{schema}}.queues WHERE id = $1), (SELECT count(*) FROM {{schema}}.messages m
+	WHERE m.queue_id = $1 AND m.expires_at > coalesce($2::bigint, {{dbnow}}))`
 
-	// properties is count with the queue's metadata.
+	// properties is count with the queue's metadata. No row: the queue
+	// was deleted since its id was read.
 	sqlProperties = `
-SELECT q.id, q.metadata_names, q.metadata_values, (SELECT count(*) FROM {{schema}}.messages m
-	WHERE m.queue_id = q.id AND m.expires_at > coalesce($2::bigint, {{dbnow}}))
-FROM (SELECT) one LEFT JOIN {{schema}}.queues q ON q.name = $1`
+SELECT q.metadata_names, q.metadata_values, (SELECT count(*) FROM {{schema}}.messages m
+	WHERE m.queue_id = $1 AND m.expires_at > coalesce($2::bigint, {{dbnow}}))
+FROM {{schema}}.queues q WHERE q.id = $1`
 
 	// createQueue creates the queue $1 with the metadata $2, $3 unless it
 	// exists. One row: whether it was created, and the metadata of the
@@ -188,12 +200,12 @@ SELECT id, pg_notify($2, $1)::text FROM del`
 	// when none is left, forgets the queue. One row: the number removed.
 	sqlRemoveDropped = `
 WITH doomed AS (
-	SELECT id FROM {{schema}}.messages WHERE queue_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED
+	SELECT seq FROM {{schema}}.messages WHERE queue_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
-del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.id = d.id RETURNING 1),
+del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.seq = d.seq RETURNING 1),
 done AS (
 	DELETE FROM {{schema}}.dropped_queues WHERE id = $1
-	AND NOT EXISTS (SELECT FROM {{schema}}.messages WHERE queue_id = $1 AND id NOT IN (SELECT id FROM doomed))
+	AND NOT EXISTS (SELECT FROM {{schema}}.messages WHERE queue_id = $1 AND seq NOT IN (SELECT seq FROM doomed))
 )
 SELECT count(*) FROM del`
 
@@ -204,11 +216,11 @@ SELECT count(*) FROM del`
 	// expiry first. One row: the number removed.
 	sqlPurgeExpired = `
 WITH doomed AS (
-	SELECT id FROM {{schema}}.messages
+	SELECT seq FROM {{schema}}.messages
 	WHERE expires_at <= coalesce($1::bigint, {{dbnow}}) AND expires_at < 9223372036854775806
 	ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
-del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.id = d.id RETURNING 1)
+del AS (DELETE FROM {{schema}}.messages m USING doomed d WHERE m.seq = d.seq RETURNING 1)
 SELECT count(*) FROM del`
 
 	// listQueues lists up to $3 queues whose names start with $1, from
@@ -254,6 +266,14 @@ ins AS (
 )
 SELECT (SELECT id FROM q)`
 
+	// serviceProperties returns the account's service properties
+	// document (NULL: none set). lockServiceProperties is the same,
+	// locking the row for an update in the same transaction, and
+	// setServiceProperties stores $1.
+	sqlServiceProperties     = `SELECT document FROM {{schema}}.service_properties`
+	sqlLockServiceProperties = `SELECT document FROM {{schema}}.service_properties FOR UPDATE`
+	sqlSetServiceProperties  = `UPDATE {{schema}}.service_properties SET document = $1`
+
 	// registerWaiter records that the Service listening on the backend
 	// $2 waits on the queue $1.
 	sqlRegisterWaiter = `
@@ -280,6 +300,8 @@ type statements struct {
 	purgeExpired, listQueues, setMetadata                string
 	accessPolicies, lockQueueRow, setAccessPolicies      string
 	registerWaiter, unregisterWaiter, forgetWaiters      string
+
+	serviceProperties, lockServiceProperties, setServiceProperties string
 }
 
 // dbNow is the database's time in Unix nanoseconds, to the microsecond:
@@ -317,5 +339,9 @@ func newStatements(quotedSchema string) *statements {
 		registerWaiter:     r.Replace(sqlRegisterWaiter),
 		unregisterWaiter:   r.Replace(sqlUnregisterWaiter),
 		forgetWaiters:      r.Replace(sqlForgetWaiters),
+
+		serviceProperties:     r.Replace(sqlServiceProperties),
+		lockServiceProperties: r.Replace(sqlLockServiceProperties),
+		setServiceProperties:  r.Replace(sqlSetServiceProperties),
 	}
 }

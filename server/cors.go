@@ -112,14 +112,17 @@ func (r *corsRule) allowsHeader(h string) bool {
 // corsHeaders adds CORS response headers to an actual (non-preflight)
 // request with an Origin header that a rule matches, and Vary: Origin to
 // a GET or HEAD that none matches while the account has rules.
+//
+// A back end that keeps the properties (PropertiesKeeper) and fails to
+// read them leaves the headers out: the browser then refuses the answer,
+// as it would one from an account without rules.
 func (q *request) corsHeaders(h http.Header) {
 	origin := q.r.Header.Get("Origin")
-	q.acct.mu.RLock()
-	defer q.acct.mu.RUnlock()
-	if len(q.acct.props.cors) == 0 {
+	p, err := q.acct.properties(q.r.Context())
+	if err != nil || len(p.cors) == 0 {
 		return
 	}
-	r := q.acct.props.matchRule(origin, q.r.Method)
+	r := p.matchRule(origin, q.r.Method)
 	if r == nil {
 		// The answer to a GET or HEAD still depends on the origin (another
 		// origin may match a rule), so caches must not reuse it across
@@ -170,9 +173,11 @@ func (q *request) preflight() {
 	for _, v := range q.r.Header.Values("Access-Control-Request-Headers") {
 		reqHeaders = append(reqHeaders, splitList(v)...)
 	}
-	q.acct.mu.RLock()
-	p := q.acct.props
-	q.acct.mu.RUnlock()
+	p, err := q.acct.properties(q.r.Context())
+	if err != nil {
+		q.fail(err)
+		return
+	}
 	var rule *corsRule
 	for i := range p.cors {
 		r := &p.cors[i]

@@ -332,9 +332,10 @@ func (p *serviceProperties) appendXML(b []byte) []byte {
 }
 
 func (q *request) getServiceProperties() error {
-	q.acct.mu.RLock()
-	p := q.acct.props
-	q.acct.mu.RUnlock()
+	p, err := q.acct.properties(q.r.Context())
+	if err != nil {
+		return err
+	}
 	b := getBuf()
 	defer putBuf(b)
 	b.b = p.appendXML(b.b)
@@ -348,12 +349,34 @@ func (q *request) setServiceProperties() error {
 	if err := q.readBody(b); err != nil {
 		return err
 	}
-	q.acct.mu.Lock()
-	next, err := applyServiceProperties(b.b, q.acct.props)
-	if err == nil {
-		err = q.acct.setProperties(next)
+	var err error
+	if k := q.acct.keeper; k != nil {
+		// Applied to the stored properties in the back end's
+		// transaction: sections the body omits keep the values another
+		// server may have stored a moment ago.
+		err = k.UpdateServiceProperties(q.r.Context(), func(stored []byte) ([]byte, error) {
+			cur := defaultServiceProperties()
+			if stored != nil {
+				var err error
+				if cur, err = parseStoredProperties(stored); err != nil {
+					return nil, err
+				}
+			}
+			next, err := applyServiceProperties(b.b, cur)
+			if err != nil {
+				return nil, err
+			}
+			return next.appendXML(nil), nil
+		})
+	} else {
+		q.acct.mu.Lock()
+		var next serviceProperties
+		next, err = applyServiceProperties(b.b, q.acct.props)
+		if err == nil {
+			err = q.acct.setProperties(next)
+		}
+		q.acct.mu.Unlock()
 	}
-	q.acct.mu.Unlock()
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -154,6 +155,36 @@ type accountState struct {
 	mu    sync.RWMutex
 	props serviceProperties
 	save  func(doc []byte) error // Options.SaveProperties for this account; nil if none
+
+	// keeper is svc when it keeps the service properties itself (see
+	// PropertiesKeeper); props and save are then unused. mu guards the
+	// last document read from it and its parsed form, kept so that an
+	// unchanged document is not parsed again.
+	keeper     PropertiesKeeper
+	keptDoc    []byte
+	keptParsed serviceProperties
+}
+
+// PropertiesKeeper is implemented by a back end that keeps its account's
+// service properties (CORS rules, logging and metrics settings) itself,
+// where every Server that serves the account reads them: a PostgreSQL
+// Service keeps them in its schema, so that replicas of azqd on one
+// database answer with the same properties and apply the same CORS rules.
+// The Server asks it on each request that reads the properties (Get Queue
+// Service Properties, a CORS preflight, a request that carries an Origin
+// header) and changes them through it (Set Queue Service Properties,
+// Reset); Options.SaveProperties is not called for such an account.
+type PropertiesKeeper interface {
+	// ServiceProperties returns the properties document last stored, as
+	// Get Queue Service Properties answers with it, or nil if none has
+	// been: the properties of a new account. The Server may keep the
+	// slice, which the keeper must not change afterwards.
+	ServiceProperties(ctx context.Context) ([]byte, error)
+	// UpdateServiceProperties replaces the stored document with what
+	// update returns, given the stored one (nil if none), atomically
+	// with respect to every other update, by any process. If update
+	// fails, nothing changes and its error is returned unchanged.
+	UpdateServiceProperties(ctx context.Context, update func(stored []byte) ([]byte, error)) error
 }
 
 // New returns a Server for the accounts in opts.
@@ -194,7 +225,8 @@ func New(opts Options) *Server {
 		mem, _ := svc.(*azq.Service)
 		as := &accountState{acct: a, keys: a.keyBytes(), svc: svc, mem: mem, clock: svc.Clock(), props: defaultServiceProperties()}
 		as.lookupPolicy = as.policy
-		if save := opts.SaveProperties; save != nil {
+		as.keeper, _ = svc.(PropertiesKeeper)
+		if save := opts.SaveProperties; save != nil && as.keeper == nil {
 			name := a.Name
 			as.save = func(doc []byte) error { return save(name, doc) }
 		}
@@ -240,11 +272,16 @@ func errHostNotAllowed(host string) *azq.Error {
 // LoadProperties sets the service properties of the named account from
 // doc, a StorageServiceProperties document as Options.SaveProperties
 // received it (or a Set Queue Service Properties body), for restoring
-// them before the Server serves. It does not call SaveProperties.
+// them before the Server serves. It does not call SaveProperties. An
+// account whose back end keeps its properties (PropertiesKeeper) has
+// them there: LoadProperties refuses it.
 func (s *Server) LoadProperties(account string, doc []byte) error {
 	a, ok := s.accounts[account]
 	if !ok {
 		return fmt.Errorf("server: no account %q", account)
+	}
+	if a.keeper != nil {
+		return fmt.Errorf("server: the back end of account %s keeps its service properties itself", account)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -314,14 +351,68 @@ func (s *Server) Reset(ctx context.Context) error {
 				}
 			}
 		}
-		a.mu.Lock()
-		err := a.setProperties(defaultServiceProperties())
-		a.mu.Unlock()
-		if err != nil {
+		if err := a.resetProperties(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// resetProperties gives the account the properties of a new account.
+func (a *accountState) resetProperties(ctx context.Context) error {
+	if a.keeper != nil {
+		return a.keeper.UpdateServiceProperties(ctx, func([]byte) ([]byte, error) {
+			p := defaultServiceProperties()
+			return p.appendXML(nil), nil
+		})
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.setProperties(defaultServiceProperties())
+}
+
+// properties returns the account's service properties: its own, or those
+// its back end keeps, read now.
+func (a *accountState) properties(ctx context.Context) (serviceProperties, error) {
+	if a.keeper == nil {
+		a.mu.RLock()
+		defer a.mu.RUnlock()
+		return a.props, nil
+	}
+	doc, err := a.keeper.ServiceProperties(ctx)
+	if err != nil {
+		return serviceProperties{}, err
+	}
+	if doc == nil {
+		return defaultServiceProperties(), nil
+	}
+	a.mu.RLock()
+	if bytes.Equal(doc, a.keptDoc) {
+		p := a.keptParsed
+		a.mu.RUnlock()
+		return p, nil
+	}
+	a.mu.RUnlock()
+	p, err := parseStoredProperties(doc)
+	if err != nil {
+		return serviceProperties{}, err
+	}
+	a.mu.Lock()
+	a.keptDoc, a.keptParsed = doc, p
+	a.mu.Unlock()
+	return p, nil
+}
+
+// parseStoredProperties reads a document a PropertiesKeeper stored: one
+// this server wrote, so a failure to read it is the back end's, answered
+// with 500 InternalError.
+func parseStoredProperties(doc []byte) (serviceProperties, error) {
+	p, err := applyServiceProperties(doc, defaultServiceProperties())
+	if err != nil {
+		return serviceProperties{}, &azq.Error{Code: "InternalError", StatusCode: http.StatusInternalServerError,
+			Message: "the stored service properties are not a document this server reads: " + err.Error()}
+	}
+	return p, nil
 }
 
 // Close closes every account's back end (QueueService.Close): in-memory

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,6 +29,9 @@ type adminHandler struct {
 	// storage is each durable account's storage, by name; empty without
 	// -data.
 	storage map[string]storageState
+	// databases are the back ends that keep each account's queues in a
+	// database, by name: with -postgres, every account's.
+	databases map[string]pinger
 }
 
 // storageState is what the health check asks of a back end that keeps
@@ -72,6 +76,29 @@ func (h *adminHandler) storageFailure() string {
 	return ""
 }
 
+// databaseFailure returns why the database of an account does not
+// answer, or "" if every one does, within healthPingTimeout. Requests to
+// such an account fail with 503 ServerBusy until it answers again, as
+// they would in Azure while a server is busy, so the health check says so.
+func (h *adminHandler) databaseFailure(ctx context.Context) string {
+	names := make([]string, 0, len(h.databases))
+	for name := range h.databases {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	ctx, cancel := context.WithTimeout(ctx, healthPingTimeout)
+	defer cancel()
+	for _, name := range names {
+		if err := h.databases[name].Ping(ctx); err != nil {
+			if ctx.Err() != nil {
+				return "account " + name + ": the database did not answer within " + healthPingTimeout.String()
+			}
+			return "account " + name + ": " + err.Error()
+		}
+	}
+	return ""
+}
+
 type statusReply struct {
 	Status string `json:"status"`
 }
@@ -90,7 +117,11 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !allowMethod(w, r, http.MethodGet) {
 			return
 		}
-		if reason := h.storageFailure(); reason != "" {
+		reason := h.storageFailure()
+		if reason == "" {
+			reason = h.databaseFailure(r.Context())
+		}
+		if reason != "" {
 			writeJSON(w, http.StatusServiceUnavailable, healthReply{Status: "unavailable", Reason: reason, Version: h.version, ClockControl: h.ctl != nil})
 			return
 		}

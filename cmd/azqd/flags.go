@@ -41,6 +41,11 @@ type config struct {
 	version          bool
 	dataDir          string
 
+	// postgresURL is -postgres: every account's queues in a PostgreSQL
+	// database (postgres.go), each in the schema postgresSchema names.
+	postgresURL    string
+	postgresSchema string
+
 	// healthcheck is -healthcheck URL: ask a running azqd's health
 	// endpoint and exit (healthcheck.go), the image's HEALTHCHECK.
 	healthcheck string
@@ -124,7 +129,7 @@ var flagGroups = []struct {
 }{
 	{"Queue service", []string{"addr", "account", "strict-version", "clock-control", "ui"}},
 	{"Authentication and TLS", []string{"allow-anonymous", "tls-cert", "tls-key", "oauth", "oauth-key"}},
-	{"Durability", []string{"data"}},
+	{"Durability", []string{"data", "postgres", "postgres-schema"}},
 	{"Faults, metrics and the admin endpoints", []string{"faults", "fault-control", "metrics", "allow-host", "admin-remote"}},
 	{"Operability", []string{"log-level", "log-format", "shutdown-timeout", "read-timeout", "keep-alive-timeout",
 		"max-connections", "print-connection-string", "version,v", "healthcheck"}},
@@ -270,6 +275,8 @@ func parseArgs(args []string) (*config, *flag.FlagSet, error) {
 
 	// Durability.
 	fs.StringVar(&cfg.dataDir, "data", "", "keep queues and messages in `dir` across restarts, one subdirectory per account (default: in memory only)")
+	fs.StringVar(&cfg.postgresURL, "postgres", "", "keep queues and messages in the PostgreSQL database at `url` (postgres://user:password@host/db), which any number of azqd serve together; not with -data")
+	fs.StringVar(&cfg.postgresSchema, "postgres-schema", defaultPostgresSchema, "the PostgreSQL `schema` of each account's queues; "+accountPlaceholder+" stands for the account's name")
 
 	// Faults, metrics and the admin endpoints.
 	adminFlags(fs, &cfg.admin)
@@ -332,7 +339,30 @@ func parseArgs(args []string) (*config, *flag.FlagSet, error) {
 	if len(cfg.accounts) == 0 {
 		cfg.accounts = []server.Account{server.DevelopmentAccount()}
 	}
+	if err := checkPostgresFlags(cfg, fs); err != nil {
+		return nil, fs, err
+	}
 	return cfg, fs, nil
+}
+
+// checkPostgresFlags checks -postgres against the flags it excludes, and
+// -postgres-schema against the accounts.
+func checkPostgresFlags(cfg *config, fs *flag.FlagSet) error {
+	if cfg.postgresURL == "" {
+		schemaSet := false
+		fs.Visit(func(f *flag.Flag) { schemaSet = schemaSet || f.Name == "postgres-schema" })
+		if schemaSet {
+			return errors.New("-postgres-schema needs -postgres")
+		}
+		return nil
+	}
+	switch {
+	case cfg.dataDir != "":
+		return errors.New("-postgres and -data (or Azurite's --location) exclude each other: the queues are kept in the database or in the directory, not both")
+	case cfg.clockControl:
+		return errors.New("-postgres and -clock-control exclude each other: on PostgreSQL the time is the database's, which every azqd on it shares, not a clock of this process")
+	}
+	return checkPostgresSchemas(cfg.postgresSchema, cfg.accounts)
 }
 
 // oauthFlag is -oauth, a boolean that also takes Azurite's one level,

@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/metrics"
@@ -139,10 +141,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	warnAzuriteWorkspace(cfg.dataDir, cfg.accounts, stderr)
-	services, err := openData(cfg, ctl, stdout, storageLogger(logger, stderr))
-	if err != nil {
-		return dataDirError(cfg.dataDir, err)
+	var services map[string]azq.QueueService
+	if cfg.postgresURL != "" {
+		var pool *pgxpool.Pool
+		if services, pool, err = openPostgres(ctx, cfg); err != nil {
+			return err
+		}
+		// Closed after the Services, which api.Close closes.
+		defer pool.Close()
+	} else {
+		warnAzuriteWorkspace(cfg.dataDir, cfg.accounts, stderr)
+		if services, err = openData(cfg, ctl, stdout, storageLogger(logger, stderr)); err != nil {
+			return dataDirError(cfg.dataDir, err)
+		}
 	}
 	tcp, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -186,7 +197,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		api.Close()
 		return err
 	}
-	admin := &adminHandler{api: api, ctl: ctl, version: buildinfo.Describe(), guard: newAdminGuard(cfg), storage: storageStates(services)}
+	admin := &adminHandler{api: api, ctl: ctl, version: buildinfo.Describe(), guard: newAdminGuard(cfg),
+		storage: storageStates(services), databases: pingers(services)}
 	if inj != nil {
 		admin.faults = &faultControl{inj: inj}
 	}
@@ -249,6 +261,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mode := "in memory (queues are lost on exit; -data DIR keeps them)"
 	if cfg.dataDir != "" {
 		mode = "durable in " + cfg.dataDir
+	}
+	if cfg.postgresURL != "" {
+		mode = postgresMode(cfg)
 	}
 	fmt.Fprintf(notes, "azqd: %s, serving the Azure Queue REST API on %s\n", mode, base)
 	refused.announce(notes, scheme, cfg.addr, ln.Addr()) // Azurite's start-up lines

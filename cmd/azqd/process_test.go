@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/azqlib/azq/postgres/pgtest"
 )
 
 // runAsAzqd is set in the environment of a process the tests start to be
@@ -21,7 +23,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// The PostgreSQL server of the tests that need one, started by the
+	// first of them (pgtest.Shared) and stopped when all have run.
+	os.Exit(pgtest.Main(m))
 }
 
 // process is azqd running as a process of its own.

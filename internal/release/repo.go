@@ -28,6 +28,9 @@ const rootPath = "github.com/azqlib/azq"
 type repo struct {
 	dir     string   // the clone's root
 	modules []module // the root module first, then by directory
+	// workReplace are go.work's replace directives: of a nested module's
+	// release that another requires, by its directory in the clone.
+	workReplace []*modfile.Replace
 }
 
 // module is one module of the repository.
@@ -75,7 +78,7 @@ func openRepo(dir string) (*repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &repo{dir: dir}
+	r := &repo{dir: dir, workReplace: work.Replace}
 	for _, u := range work.Use {
 		rel := path.Clean(filepath.ToSlash(u.Path))
 		if path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {

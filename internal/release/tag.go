@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -158,6 +159,25 @@ func releaseChecks(r *repo, version, remote string) ([]check, error) {
 		}
 		for _, ex := range m.gomod.Exclude {
 			rep.problems = append(rep.problems, fmt.Sprintf("%s/go.mod excludes %s %s: users' builds ignore it", m.name(), ex.Mod.Path, ex.Mod.Version))
+		}
+	}
+	// go.work replaces a release of a nested module that another requires
+	// (azqd, the PostgreSQL back end's) with its directory, for as long as
+	// the release is not published: it must name this release, or the
+	// clone's builds would look for it on the module proxy.
+	for _, rp := range r.workReplace {
+		var dir string
+		for _, m := range r.modules {
+			if m.path == rp.Old.Path {
+				dir = m.dir
+			}
+		}
+		switch {
+		case dir == "" || rp.New.Version != "" || path.Clean(filepath.ToSlash(rp.New.Path)) != dir:
+			rep.problems = append(rep.problems, fmt.Sprintf("go.work replaces %s with %s: want one of the repository's nested modules by its directory",
+				rp.Old.Path, strings.TrimSpace(rp.New.Path+" "+rp.New.Version)))
+		case rp.Old.Version != version:
+			rep.problems = append(rep.problems, fmt.Sprintf("go.work replaces %s %s, not this release's %s", rp.Old.Path, rp.Old.Version, version))
 		}
 	}
 	checks = append(checks, rep)

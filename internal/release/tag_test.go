@@ -128,6 +128,11 @@ func TestTagRefuses(t *testing.T) {
 			runIn(t, filepath.Join(dir, "watermill"), nil, "go", "mod", "edit", "-replace=github.com/google/uuid=github.com/google/uuid@v1.5.0")
 			commitAll(t, dir, "replace")
 		}, nil, "watermill/go.mod replaces github.com/google/uuid with github.com/google/uuid v1.5.0: users' builds ignore it"},
+		{"go.work replaces another release of a nested module", func(t *testing.T, dir string) {
+			runIn(t, dir, nil, "go", "work", "edit", "-dropreplace=github.com/azqlib/azq/postgres@"+version,
+				"-replace=github.com/azqlib/azq/postgres@v0.0.9=./postgres")
+			commitAll(t, dir, "go.work")
+		}, nil, "go.work replaces github.com/azqlib/azq/postgres v0.0.9, not this release's " + version},
 		{"a tag exists", func(t *testing.T, dir string) {
 			runIn(t, dir, nil, "git", "tag", "gocloud/"+version)
 		}, nil, "the tag gocloud/" + version + " exists"},

@@ -171,6 +171,7 @@ func erlangC(c int, a float64) float64 {
 // Poisson arrivals, exponential work, c consumers that wait in Receive (no
 // polling delay): an M/M/c queue, whose mean time in system is known.
 func TestMMcLatency(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		c      int
 		lambda float64 // per second
@@ -202,6 +203,7 @@ func TestMMcLatency(t *testing.T) {
 // No duplicates when the lease outlasts the work and nothing crashes or
 // fails, with any processing-time distribution bounded below the timeout.
 func TestNoDuplicatesWhenTheLeaseCoversTheWork(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		batch int
@@ -256,6 +258,7 @@ func TestShortLeasesDuplicateAndRenewalPrevents(t *testing.T) {
 // Crashes, failures and poison: every message ends completed, poisoned,
 // expired or still queued.
 func TestCrashesFailuresAndPoisonLoseNothing(t *testing.T) {
+	t.Parallel()
 	retry := d(5 * time.Second)
 	sc := &Scenario{Seed: 11, Duration: d(3 * time.Hour),
 		Producers: []Producer{{Arrival: Arrival{Kind: "poisson", Rate: 3}, TTL: d(time.Hour)}},
@@ -379,6 +382,7 @@ func mixedScenario() *Scenario {
 // The same seed gives the same report, byte for byte, in every output; a
 // different seed a different one.
 func TestSameSeedSameReport(t *testing.T) {
+	t.Parallel()
 	outputs := func(seed uint64) map[string][]byte {
 		dir := t.TempDir()
 		r, err := Run(context.Background(), mixedScenario(), Options{Seed: seed, SetSeed: true})

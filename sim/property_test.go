@@ -113,6 +113,7 @@ func drawScenario(t *rapid.T) *Scenario {
 // count that disagrees with the deliveries seen. Run fails with ErrLost
 // otherwise.
 func TestNothingIsLost(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		sc := drawScenario(t)
 		r, err := Run(context.Background(), sc, Options{})

@@ -8,6 +8,7 @@ import (
 // The worker model runs the worker package's own code: a fleet with
 // failures, poison and crashes loses nothing, and its totals add up.
 func TestWorkerModelLosesNothing(t *testing.T) {
+	t.Parallel()
 	sc := &Scenario{Seed: 2, Duration: d(20 * time.Minute),
 		Producers: []Producer{{Arrival: Arrival{Kind: "poisson", Rate: 2}}},
 		Consumers: []Fleet{{Model: "worker", Count: 2, BatchSize: 4, Worker: &WorkerModel{Concurrency: 4, NewBatchThreshold: 2},

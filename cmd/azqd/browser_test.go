@@ -19,6 +19,7 @@ import (
 // refuses every one; nothing changes. The same browser clearing the queue
 // from azqd's own page succeeds, so the refusals are the guard's.
 func TestCrossSiteFormInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browsertest.Start(t)
 	d := start(t, "-clock-control", "-ui", "-fault-control")
 	seed(t, d)

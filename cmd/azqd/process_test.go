@@ -141,6 +141,7 @@ func stopProcesses(t *testing.T, ps ...*process) {
 // account cannot be served by two processes at once: the second is
 // refused, saying why.
 func TestTwoProcessesOneDataDirectory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const key = "a2V5MQ=="
 	alphaArgs := []string{"-data", dir, "-clock-control", "-account", "alpha:" + key}

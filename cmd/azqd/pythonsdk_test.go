@@ -45,6 +45,7 @@ print(json.dumps(out))
 // Azure's order, an identifier without AccessPolicy) and sets what it
 // read back unchanged.
 func TestPythonSDKRoundTrips(t *testing.T) {
+	t.Parallel()
 	python := ""
 	for _, p := range []string{"python3", "/usr/bin/python3"} {
 		if exec.Command(p, "-c", "import azure.storage.queue").Run() == nil {

@@ -18,7 +18,7 @@ import (
 
 // defaultPackages are the README's: the root module's packages and
 // azqd's, a module of its own that go.work adds.
-var defaultPackages = []string{"./...", "./cmd/azqd/..."}
+var defaultPackages = []string{"./cmd/azqd/...", "./..."}
 
 func main() {
 	long := flag.Bool("long", false, "after the tests, run the long runs they skipped, with "+longrun.Env+"=1")

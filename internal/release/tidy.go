@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,12 @@ import (
 	"golang.org/x/mod/modfile"
 )
 
-// cmdTidy is "release tidy": go mod tidy in every module of go.work.
+// cmdTidy is "release tidy": go mod tidy in every module of go.work, and
+// then in the repository's other modules (benchmarks, test modules and
+// this tool), which are never released and replace the repository's
+// modules they use with the clone's themselves: a change to the root
+// module's requirements leaves their go.sum behind, and CI, which runs
+// them with GOWORK=off, fails until they are tidied too.
 //
 // go mod tidy ignores go.work, so a nested module that requires the
 // versions of the next release, which no proxy has yet, is tidied with
@@ -42,7 +48,59 @@ func cmdTidy(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s: tidy\n", m.path)
 	}
+	others, err := unreleasedModules(r)
+	if err != nil {
+		return err
+	}
+	for _, dir := range others {
+		cmd := exec.Command("go", "mod", "tidy")
+		cmd.Dir = filepath.Join(r.dir, filepath.FromSlash(dir))
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go mod tidy in %s: %v\n%s", dir, err, out)
+		}
+		fmt.Fprintf(stdout, "%s (not released): tidy\n", dir)
+	}
 	return nil
+}
+
+// unreleasedModules are the directories, relative to the clone and
+// slash-separated, of the modules that go.work does not list: every
+// go.mod below the clone but those in testdata, node_modules and hidden
+// directories, which the go command ignores too.
+func unreleasedModules(r *repo) ([]string, error) {
+	listed := map[string]bool{}
+	for _, m := range r.modules {
+		listed[m.dir] = true
+	}
+	var dirs []string
+	err := filepath.WalkDir(r.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != r.dir && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Name() != "go.mod" {
+			return nil
+		}
+		rel, err := filepath.Rel(r.dir, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		if rel = filepath.ToSlash(rel); rel == "." {
+			rel = ""
+		}
+		if !listed[rel] {
+			dirs = append(dirs, rel)
+		}
+		return nil
+	})
+	return dirs, err
 }
 
 // tidy runs go mod tidy in m, outside the workspace, with a replace for

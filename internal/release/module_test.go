@@ -50,7 +50,7 @@ func newApp(t *testing.T, base string, env []string) string {
 func checkApp(t *testing.T, app, gobin string, env []string, version, azqdBuild string) {
 	t.Helper()
 	runIn(t, app, env, "go", "build", "-o", "yourapp", ".")
-	want := "gocloud: order 42\nwatermill: invoice 7\nazq " + version + "\n"
+	want := "gocloud: order 42\nwatermill: invoice 7\npostgres: schema version 3\nazq " + version + "\n"
 	if got := runIn(t, app, nil, filepath.Join(app, "yourapp")); got != want {
 		t.Errorf("the program printed %q, want %q", got, want)
 	}
@@ -62,7 +62,7 @@ func checkApp(t *testing.T, app, gobin string, env []string, version, azqdBuild 
 
 // TestReadmeFromAClone runs the README's two ways of using a clone, a
 // replace of each module and a workspace, with the clone at ../azq. A
-// long run: go mod tidy and builds of three modules' dependencies.
+// long run: go mod tidy and builds of four modules' dependencies.
 func TestReadmeFromAClone(t *testing.T) {
 	longrun.Skip(t)
 	version, err := mustRepo(t, repoRoot(t)).version()
@@ -115,7 +115,7 @@ func TestReadmeFromTheModuleProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []string{rootPath, rootPath + "/gocloud", rootPath + "/watermill"} {
+	for _, m := range []string{rootPath, rootPath + "/gocloud", rootPath + "/watermill", rootPath + "/postgres"} {
 		if !strings.Contains(string(gomod), "\t"+m+" "+version+"\n") {
 			t.Errorf("go.mod does not require %s %s:\n%s", m, version, gomod)
 		}

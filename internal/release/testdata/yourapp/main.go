@@ -1,6 +1,6 @@
 // Command yourapp is a program of a module outside the repository that
-// imports azq's root module and both drivers' modules, as a team's
-// service would: the module tests (module_test.go) build and run it after
+// imports azq's root module, both drivers' modules and the PostgreSQL
+// back end's, as a team's service would: the module tests (module_test.go) build and run it after
 // the README's commands, with the modules from the clone or from a module
 // proxy.
 package main
@@ -16,8 +16,13 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/gocloud/azqpubsub"
+	"github.com/azqlib/azq/postgres"
 	"github.com/azqlib/azq/watermill/azqwatermill"
 )
+
+// The PostgreSQL back end keeps the service contract; the program has no
+// database to open, so it names the back end and its schema only.
+var _ azq.QueueService = (*postgres.Service)(nil)
 
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -63,5 +68,6 @@ func main() {
 	got := <-messages
 	got.Ack()
 	fmt.Printf("watermill: %s\n", got.Payload)
+	fmt.Printf("postgres: schema version %d\n", postgres.SchemaVersion)
 	fmt.Printf("azq %s\n", azq.Version)
 }

@@ -443,18 +443,25 @@ func BenchmarkCount(b *testing.B) {
 // message and is left 20 ms to be waiting again, outside the timer.
 // BenchmarkPutThenGet is its floor: the same Put, and then at once the
 // same Get through the other Service, with no waiting.
+// consumer is a second Service on the benchmarks' schema, with a pool of
+// its own, as another process would have; it is closed when b ends.
+func (e *env) consumer(b *testing.B) *postgres.Service {
+	pool, err := pgxpool.New(bg, e.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	svc, err := postgres.New(bg, pool, &postgres.Options{Schema: "azq_bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { svc.Close() })
+	return svc
+}
+
 func BenchmarkReceiveWakeup(b *testing.B) {
 	e := setUp(b)
-	consumerPool, err := pgxpool.New(bg, e.url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer consumerPool.Close()
-	consumer, err := postgres.New(bg, consumerPool, &postgres.Options{Schema: "azq_bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer consumer.Close()
+	consumer := e.consumer(b)
 	p, _, err := e.svc.CreateQueue(bg, "wakeup", nil)
 	if err != nil {
 		b.Fatal(err)
@@ -495,16 +502,7 @@ func BenchmarkReceiveWakeup(b *testing.B) {
 
 func BenchmarkPutThenGet(b *testing.B) {
 	e := setUp(b)
-	consumerPool, err := pgxpool.New(bg, e.url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer consumerPool.Close()
-	consumer, err := postgres.New(bg, consumerPool, &postgres.Options{Schema: "azq_bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer consumer.Close()
+	consumer := e.consumer(b)
 	p, _, err := e.svc.CreateQueue(bg, "put-then-get", nil)
 	if err != nil {
 		b.Fatal(err)

@@ -103,17 +103,11 @@ func TestReceiveWaitsForTheDelayedMessage(t *testing.T) {
 // ErrQueueNotFound.
 func TestReceiveWokenByAnotherService(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Shared(t)
-	schema := srv.NewSchema(t)
+	schema := pgtest.Shared(t).NewSchema(t)
 	mock := clock.NewMock()
-	var svcs [2]*postgres.Service
-	for i := range svcs {
-		s, err := postgres.Open(bg, srv.URL(), &postgres.Options{Schema: schema, Clock: mock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		svcs[i] = s
+	svcs := [2]*postgres.Service{
+		open(t, postgres.Options{Schema: schema, Clock: mock}),
+		open(t, postgres.Options{Schema: schema, Clock: mock}),
 	}
 	waiter, producer := svcs[0], svcs[1]
 	q, _, err := waiter.CreateQueue(bg, "woken", nil)

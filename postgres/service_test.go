@@ -319,17 +319,11 @@ func TestContentIsBytes(t *testing.T) {
 // of either works on both.
 func TestServicesShareQueues(t *testing.T) {
 	t.Parallel()
-	srv := pgtest.Shared(t)
-	schema := srv.NewSchema(t)
+	schema := pgtest.Shared(t).NewSchema(t)
 	mock := clock.NewMock()
-	var svcs [2]*postgres.Service
-	for i := range svcs {
-		s, err := postgres.Open(bg, srv.URL(), &postgres.Options{Schema: schema, Clock: mock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		svcs[i] = s
+	svcs := [2]*postgres.Service{
+		open(t, postgres.Options{Schema: schema, Clock: mock}),
+		open(t, postgres.Options{Schema: schema, Clock: mock}),
 	}
 	a, _, err := svcs[0].CreateQueue(bg, "shared", nil)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -26,7 +25,7 @@ const CodeInternalError ErrorCode = "InternalError"
 // and a retry that succeeds would prove nothing. Close the Service and
 // Open the directory again to recover what is on disk. InternalError, 500.
 // The Error unwraps to the failure of the file system.
-var ErrStorageFailure = &Error{Code: CodeInternalError, StatusCode: http.StatusInternalServerError,
+var ErrStorageFailure = &Error{Code: CodeInternalError, StatusCode: 500,
 	Message: "durable storage failed"}
 
 // DefaultCheckpointBytes is the log size after which a durable Service

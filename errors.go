@@ -1,7 +1,6 @@
 package azq
 
 import (
-	"net/http"
 	"strings"
 )
 
@@ -132,7 +131,7 @@ func (e *Error) kindOf() *Error {
 		return e.kind
 	}
 	k, ok := kindByCode[e.Code]
-	if !ok && e.StatusCode == http.StatusBadRequest {
+	if !ok && e.StatusCode == 400 {
 		k = ErrInvalidArgument
 	}
 	if k == ErrInvalidArgument {
@@ -177,63 +176,63 @@ var (
 	// ErrMessageNotFound: the message does not exist, has expired, or the
 	// pop receipt is no longer its current one (the message was dequeued
 	// again, updated or deleted since the receipt was issued). 404.
-	ErrMessageNotFound = &Error{Code: CodeMessageNotFound, StatusCode: http.StatusNotFound,
+	ErrMessageNotFound = &Error{Code: CodeMessageNotFound, StatusCode: 404,
 		Message: "the specified message does not exist"}
 
 	// ErrQueueNotFound: the queue does not exist, was deleted or closed. 404.
-	ErrQueueNotFound = &Error{Code: CodeQueueNotFound, StatusCode: http.StatusNotFound,
+	ErrQueueNotFound = &Error{Code: CodeQueueNotFound, StatusCode: 404,
 		Message: "the specified queue does not exist"}
 
 	// ErrQueueAlreadyExists: CreateQueue found a queue of that name with
 	// different metadata. 409.
-	ErrQueueAlreadyExists = &Error{Code: CodeQueueAlreadyExists, StatusCode: http.StatusConflict,
+	ErrQueueAlreadyExists = &Error{Code: CodeQueueAlreadyExists, StatusCode: 409,
 		Message: "the specified queue already exists"}
 
 	// ErrMessageTooLarge: the message content exceeds the size limit
 	// (65,536 bytes by default). Azure reports this as RequestBodyTooLarge,
 	// 413, with a MaxLimit detail, and so does azq.
-	ErrMessageTooLarge = &Error{Code: CodeRequestBodyTooLarge, StatusCode: http.StatusRequestEntityTooLarge,
+	ErrMessageTooLarge = &Error{Code: CodeRequestBodyTooLarge, StatusCode: 413,
 		Message: "the message content exceeds the maximum allowed size"}
 
 	// ErrInvalidArgument: an argument is malformed or inconsistent with
 	// another (for example a visibility timeout not shorter than the
 	// time-to-live). Azure's InvalidQueryParameterValue, 400.
-	ErrInvalidArgument = &Error{Code: CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest,
+	ErrInvalidArgument = &Error{Code: CodeInvalidQueryParameterValue, StatusCode: 400,
 		Message: "an argument is invalid"}
 
 	// ErrOutOfRange: a numeric argument is outside its allowed range; the
 	// details name the parameter and its bounds. Azure's
 	// OutOfRangeQueryParameterValue, 400.
-	ErrOutOfRange = &Error{Code: CodeOutOfRangeQueryParameterValue, StatusCode: http.StatusBadRequest,
+	ErrOutOfRange = &Error{Code: CodeOutOfRangeQueryParameterValue, StatusCode: 400,
 		Message: "an argument is out of range", kind: ErrInvalidArgument}
 
 	// ErrInvalidPopReceipt: the pop receipt is not one azq could have
 	// issued (garbage, truncated or forged). A well-formed receipt that is
 	// merely stale gives ErrMessageNotFound instead, as Azure does.
 	// InvalidQueryParameterValue, 400, Reason "Invalid pop receipt format".
-	ErrInvalidPopReceipt = &Error{Code: CodeInvalidQueryParameterValue, StatusCode: http.StatusBadRequest,
+	ErrInvalidPopReceipt = &Error{Code: CodeInvalidQueryParameterValue, StatusCode: 400,
 		Message: "the pop receipt is not valid", kind: ErrInvalidArgument}
 
 	// ErrInvalidQueueName: the queue name breaks Azure's naming rules.
 	// InvalidResourceName (bad characters) or OutOfRangeInput (length), 400.
-	ErrInvalidQueueName = &Error{Code: CodeInvalidResourceName, StatusCode: http.StatusBadRequest,
+	ErrInvalidQueueName = &Error{Code: CodeInvalidResourceName, StatusCode: 400,
 		Message: "the specified resource name contains invalid characters", kind: ErrInvalidArgument}
 
 	// ErrInvalidMetadata: metadata breaks Azure's rules. InvalidMetadata,
 	// EmptyMetadataKey or MetadataTooLarge, 400.
-	ErrInvalidMetadata = &Error{Code: CodeInvalidMetadata, StatusCode: http.StatusBadRequest,
+	ErrInvalidMetadata = &Error{Code: CodeInvalidMetadata, StatusCode: 400,
 		Message: "the metadata specified is invalid", kind: ErrInvalidArgument}
 
 	// ErrInvalidMarker: the ListQueues marker was not produced by azq.
 	// InvalidMarker, 400.
-	ErrInvalidMarker = &Error{Code: CodeInvalidMarker, StatusCode: http.StatusBadRequest,
+	ErrInvalidMarker = &Error{Code: CodeInvalidMarker, StatusCode: 400,
 		Message: "the specified marker is invalid", kind: ErrInvalidArgument}
 
 	// ErrInvalidAccessPolicy: a stored access policy breaks Azure's rules
 	// (more than five, an identifier longer than 64 characters, or a
 	// permission outside "raup"). InvalidXmlDocument, 400, as Azure reports
 	// it for the ACL body.
-	ErrInvalidAccessPolicy = &Error{Code: CodeInvalidXMLDocument, StatusCode: http.StatusBadRequest,
+	ErrInvalidAccessPolicy = &Error{Code: CodeInvalidXMLDocument, StatusCode: 400,
 		Message: "the access policy is invalid", kind: ErrInvalidArgument}
 )
 

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"math/rand/v2"
-	"net/http"
 )
 
 // A pop receipt is 17 bytes, written as 24 characters of standard base64
@@ -162,5 +161,5 @@ func newTag(rng *rand.ChaCha8) uint64 {
 // errZeroReceipt is returned for a zero PopReceipt, which azq never issues:
 // the caller forgot to pass the receipt, which Azure reports as a missing
 // required parameter.
-var errZeroReceipt = &Error{Code: "MissingRequiredQueryParameter", StatusCode: http.StatusBadRequest,
+var errZeroReceipt = &Error{Code: "MissingRequiredQueryParameter", StatusCode: 400,
 	Message: "a pop receipt is required", Details: []Detail{{"QueryParameterName", "popreceipt"}}, kind: ErrInvalidPopReceipt}

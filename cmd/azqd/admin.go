@@ -2,36 +2,51 @@ package main
 
 import (
 	"context"
-	"net/http"
+	"errors"
 	"slices"
-	"strings"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/server"
+	"github.com/azqlib/azq/server/admin"
 )
 
-// adminPrefix is where azqd's own endpoints live. "_" can start neither
-// an account nor a queue name, so no Azure request has this path.
-const adminPrefix = "/_azq/"
+// adminHints are the admin endpoints' refusals' hints, in azqd's flags.
+var adminHints = admin.Hints{
+	Clock:  "start azqd with -clock-control",
+	Reset:  "start azqd with -clock-control",
+	Faults: "start azqd with -faults FILE or -fault-control",
+	Seed:   "by the -faults file",
+	UI:     "start azqd with -ui",
+	Endpoints: "see GET /_azq/health and /_azq/metrics; with -clock-control GET /_azq/clock, POST /_azq/clock/advance?by=, " +
+		"POST /_azq/clock/set?to=, POST /_azq/reset; with -faults or -fault-control GET, POST and DELETE /_azq/faults",
+	Remote: "start azqd with -admin-remote to serve them to others (they take no credentials)",
+	Host:   "start azqd with -allow-host NAME to allow a name",
+}
 
-// adminHandler serves azqd's own endpoints under /_azq/: the health check,
-// always; the clock endpoints and reset with -clock-control (ctl non-nil),
-// which is what makes a test run reproducible; the web page with -ui (web
-// non-nil).
+// adminHandler serves azqd's own endpoints under /_azq/ (server/admin):
+// the health check, always, which asks the back ends below; the clock
+// endpoints and reset with -clock-control, which is what makes a test
+// run reproducible; the fault rules with -faults or -fault-control; the
+// web page with -ui; the metrics unless -metrics=false.
 type adminHandler struct {
-	api     *server.Server
-	ctl     *clockControl // nil when clock control is off
-	web     http.Handler  // nil when the web page is off
-	version string
-	faults  *faultControl // nil when fault control is off
-	metrics http.Handler  // nil when metrics are off
-	guard   *adminGuard
+	*admin.Handler
 	// storage is each durable account's storage, by name; empty without
 	// -data.
 	storage map[string]storageState
 	// databases are the back ends that keep each account's queues in a
 	// database, by name: with -postgres, every account's.
 	databases map[string]pinger
+}
+
+// newAdminHandler returns the admin endpoints of opts, with azqd's guard
+// (newAdminGuard) and hints, and a health check that asks the storage and
+// the databases of services.
+func newAdminHandler(cfg *config, opts admin.Options, services map[string]azq.QueueService) *adminHandler {
+	h := &adminHandler{storage: storageStates(services), databases: pingers(services)}
+	opts.Guard = newAdminGuard(cfg)
+	opts.Hints = adminHints
+	opts.Health = h.health
+	h.Handler = admin.New(opts)
+	return h
 }
 
 // storageState is what the health check asks of a back end that keeps
@@ -52,11 +67,17 @@ func storageStates(services map[string]azq.QueueService) map[string]storageState
 	return m
 }
 
-type healthReply struct {
-	Status       string `json:"status"`
-	Reason       string `json:"reason,omitempty"`
-	Version      string `json:"version"`
-	ClockControl bool   `json:"clock_control"`
+// health is the health check's question: why an account's storage failed
+// or its database does not answer, or nil.
+func (h *adminHandler) health(ctx context.Context) error {
+	reason := h.storageFailure()
+	if reason == "" {
+		reason = h.databaseFailure(ctx)
+	}
+	if reason != "" {
+		return errors.New(reason)
+	}
+	return nil
 }
 
 // storageFailure returns why the storage of an account failed, or "" if
@@ -97,69 +118,4 @@ func (h *adminHandler) databaseFailure(ctx context.Context) string {
 		}
 	}
 	return ""
-}
-
-type statusReply struct {
-	Status string `json:"status"`
-}
-
-func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	if p == "/_azq/metrics" && h.metrics != nil {
-		h.metrics.ServeHTTP(w, r)
-		return
-	}
-	if p != "/_azq/health" && h.guard != nil && h.guard.refuse(w, r) {
-		return
-	}
-	switch {
-	case p == "/_azq/health":
-		if !allowMethod(w, r, http.MethodGet) {
-			return
-		}
-		reason := h.storageFailure()
-		if reason == "" {
-			reason = h.databaseFailure(r.Context())
-		}
-		if reason != "" {
-			writeJSON(w, http.StatusServiceUnavailable, healthReply{Status: "unavailable", Reason: reason, Version: h.version, ClockControl: h.ctl != nil})
-			return
-		}
-		writeJSON(w, http.StatusOK, healthReply{Status: "ok", Version: h.version, ClockControl: h.ctl != nil})
-	case p == "/_azq/reset":
-		if h.ctl == nil {
-			writeJSON(w, http.StatusNotFound, clockError{"reset is off; start azqd with -clock-control"})
-			return
-		}
-		if !allowMethod(w, r, http.MethodPost) {
-			return
-		}
-		if err := h.api.Reset(r.Context()); err != nil {
-			writeJSON(w, http.StatusInternalServerError, clockError{"reset: " + err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, statusReply{Status: "reset"})
-	case p == "/_azq/clock" || strings.HasPrefix(p, "/_azq/clock/"):
-		h.ctl.ServeHTTP(w, r)
-	case p == "/_azq/faults" || strings.HasPrefix(p, "/_azq/faults/"):
-		h.faults.ServeHTTP(w, r)
-	case p == uiPrefix || strings.HasPrefix(p, uiPrefix+"/"):
-		if h.web == nil {
-			http.Error(w, "the web UI is off; start azqd with -ui", http.StatusNotFound)
-			return
-		}
-		h.web.ServeHTTP(w, r)
-	default:
-		writeJSON(w, http.StatusNotFound, clockError{"no such endpoint; see GET /_azq/health and /_azq/metrics; with -clock-control GET /_azq/clock, POST /_azq/clock/advance?by=, POST /_azq/clock/set?to=, POST /_azq/reset; with -faults or -fault-control GET, POST and DELETE /_azq/faults"})
-	}
-}
-
-// allowMethod answers 405 unless r uses method (GET also allows HEAD).
-func allowMethod(w http.ResponseWriter, r *http.Request, method string) bool {
-	if r.Method == method || method == http.MethodGet && r.Method == http.MethodHead {
-		return true
-	}
-	w.Header().Set("Allow", method)
-	writeJSON(w, http.StatusMethodNotAllowed, clockError{r.URL.Path + " takes " + method})
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/azqlib/azq/server/admin"
 )
 
 // TestClockControlRefusesUnrepresentableTimes: the clock endpoints refuse
@@ -21,8 +22,8 @@ func TestClockControlRefusesUnrepresentableTimes(t *testing.T) {
 	}
 
 	last := "2262-04-11T23:47:16.854775807Z"
-	if got := clockCall(t, "POST", d.base+"/_azq/clock/set?to="+last, 200).Now; !got.Equal(maxClockTime) {
-		t.Fatalf("set to the last instant: now %v, want %v", got, maxClockTime)
+	if got := clockCall(t, "POST", d.base+"/_azq/clock/set?to="+last, 200).Now; !got.Equal(admin.MaxClockTime) {
+		t.Fatalf("set to the last instant: now %v, want %v", got, admin.MaxClockTime)
 	}
 	clockCall(t, "POST", d.base+"/_azq/clock/advance?by=1ns", 400)
 	clockCall(t, "POST", d.base+"/_azq/clock/advance?by=0", 200)

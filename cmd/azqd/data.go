@@ -12,62 +12,62 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/server"
+	"github.com/azqlib/azq/server/admin"
 	"github.com/benbjohnson/clock"
 )
 
 // openData opens a durable azq.Service for each account under
 // cfg.dataDir (one directory per account) and reports what it recovered
 // on stdout; the Services log to log (failed checkpoints among it). With
-// -clock-control, the mock clock resumes at the time saved for the
-// accounts, before the Services open, so that expiry is judged at the
-// emulator's time, and is saved for each account after every move.
+// -clock-control (mock not nil), the mock clock resumes at the time saved
+// for the accounts, before the Services open, so that expiry is judged
+// at the emulator's time; saveClock, which saves a time for each
+// account, is for the clock endpoints to call after every move.
 // Without -data it returns nil: every account is in memory.
-func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger) (map[string]azq.QueueService, error) {
+func openData(cfg *config, mock *clock.Mock, stdout io.Writer, log *slog.Logger) (services map[string]azq.QueueService, saveClock func(time.Time) error, err error) {
 	if cfg.dataDir == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	accounts := cfg.accounts
 	if len(accounts) == 0 {
 		accounts = []server.Account{server.DevelopmentAccount()}
 	}
-	var clk clock.Clock
-	if ctl != nil {
+	if mock != nil {
 		t, found, err := savedClock(cfg.dataDir, accounts)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if found {
 			// The saved time, even if the real clock is later: the
 			// emulator's time stands still between runs as within one.
-			ctl.clk.Set(t)
+			mock.Set(t)
 		}
-		clk = ctl.clk
 	}
-	services := map[string]azq.QueueService{}
+	services = map[string]azq.QueueService{}
 	for _, a := range accounts {
 		opts := []azq.DurableOption{azq.WithLogger(log.With("account", a.Name))}
-		if clk != nil {
-			opts = append(opts, azq.WithClock(clk))
+		if mock != nil {
+			opts = append(opts, azq.WithClock(mock))
 		}
 		dir := filepath.Join(cfg.dataDir, a.Name)
 		s, err := azq.Open(dir, opts...)
 		if err != nil {
 			closeAll(services)
-			return nil, err
+			return nil, nil, err
 		}
 		services[a.Name] = s
 		st, _ := s.DurableState()
 		fmt.Fprintf(stdout, "azqd: %s: recovered %d queues and %d messages from %s in %v\n",
 			a.Name, st.Recovery.Queues, st.Recovery.Messages, dir, st.Recovery.Duration.Round(time.Microsecond))
 	}
-	if ctl != nil {
+	if mock != nil {
 		// Saved only once the Services hold their directories' locks:
 		// an azqd refused an account another one serves must not write
 		// that account's clock.
-		ctl.save = func(t time.Time) error {
+		saveClock = func(t time.Time) error {
 			line := []byte(t.UTC().Format(time.RFC3339Nano) + "\n")
 			for _, a := range accounts {
 				if err := writeFileSynced(clockFile(cfg.dataDir, a.Name), line); err != nil {
@@ -76,12 +76,12 @@ func openData(cfg *config, ctl *clockControl, stdout io.Writer, log *slog.Logger
 			}
 			return nil
 		}
-		if err := ctl.save(ctl.clk.Now()); err != nil {
+		if err := saveClock(mock.Now()); err != nil {
 			closeAll(services)
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return services, nil
+	return services, saveClock, nil
 }
 
 // clockFile is where -data keeps the -clock-control time of an account:
@@ -147,9 +147,9 @@ func readClockFile(name string) (t time.Time, ok bool, err error) {
 	}
 	// The same bounds as the clock endpoints: azq's times are Unix
 	// nanoseconds.
-	if t.After(maxClockTime) || t.Before(minClockTime) {
+	if t.After(admin.MaxClockTime) || t.Before(admin.MinClockTime) {
 		return time.Time{}, false, fmt.Errorf("%s: %s is outside the times azq represents, %s to %s", name,
-			t.UTC().Format(time.RFC3339Nano), minClockTime.Format(time.RFC3339Nano), maxClockTime.Format(time.RFC3339Nano))
+			t.UTC().Format(time.RFC3339Nano), admin.MinClockTime.Format(time.RFC3339Nano), admin.MaxClockTime.Format(time.RFC3339Nano))
 	}
 	return t, true, nil
 }

@@ -5,13 +5,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/server/admin"
 	"github.com/benbjohnson/clock"
 )
 
@@ -24,14 +23,14 @@ func TestDataSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	newCtl := func() *clockControl {
+	newMock := func() *clock.Mock {
 		m := clock.NewMock()
 		m.Set(start)
-		return &clockControl{clk: m}
+		return m
 	}
-	ctl := newCtl()
+	mock := newMock()
 	var out bytes.Buffer
-	services, err := openData(cfg, ctl, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	services, save, err := openData(cfg, mock, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,21 +49,19 @@ func TestDataSurvivesRestart(t *testing.T) {
 	if _, err := q.Put(ctx, "hello", &azq.PutOptions{TimeToLive: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	rec := httptest.NewRecorder()
-	ctl.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/_azq/clock/advance?by=1h", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("advance: %d %s", rec.Code, rec.Body)
+	if _, err := admin.NewClock(mock, save).Advance(time.Hour); err != nil {
+		t.Fatalf("advance: %v", err)
 	}
 	closeAll(services)
 
-	ctl = newCtl()
+	mock = newMock()
 	out.Reset()
-	services, err = openData(cfg, ctl, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	services, _, err = openData(cfg, mock, &out, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeAll(services)
-	if got, want := ctl.clk.Now(), start.Add(time.Hour); !got.Equal(want) {
+	if got, want := mock.Now(), start.Add(time.Hour); !got.Equal(want) {
 		t.Fatalf("the clock resumed at %v, want %v", got, want)
 	}
 	if !strings.Contains(out.String(), "recovered 1 queues and 1 messages") {
@@ -79,7 +76,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 		t.Fatalf("Peek after the restart: %v, %v", msgs, err)
 	}
 	// An hour more on the restored clock and the message has expired.
-	ctl.clk.Add(time.Hour)
+	mock.Add(time.Hour)
 	if n, _ := q.ApproximateCount(ctx); n != 0 {
 		t.Fatalf("%d messages after their time-to-live, want 0", n)
 	}

@@ -123,38 +123,6 @@ func TestFaultsFileAndEndpoint(t *testing.T) {
 	}
 }
 
-// DELETE /_azq/faults removes every rule only without a query: an empty
-// rule name, another parameter or two names are refused, and nothing is
-// removed.
-func TestFaultsDeleteNamesOneRule(t *testing.T) {
-	d := start(t, "-fault-control")
-	faultsCall(t, "POST", d.base+"/_azq/faults", `{"rules": [{"name": "a", "then": {"delay": "1ms"}}, {"name": "b", "then": {"delay": "1ms"}}],
-		"throttle": {"account_requests_per_second": 1000}}`, 200)
-	for _, tc := range []struct{ query, want string }{
-		{"?rule=", "rule: empty; name the rule to remove; DELETE /_azq/faults without a query removes every rule and the throttle"},
-		{"?rule", "rule: empty; name the rule to remove"},
-		{"?Rule=a", `unknown parameter "Rule": name the rule to remove with ?rule=NAME`},
-		{"?all=1", `unknown parameter "all"`},
-		{"?rule=a&rule=b", "rule: give one rule name"},
-		{"?rule=%zz", "the query: invalid URL escape"},
-		{"?&", "rule: give one rule name"},
-	} {
-		st := faultsCall(t, "DELETE", d.base+"/_azq/faults"+tc.query, "", 400)
-		if !strings.Contains(st.Error, tc.want) {
-			t.Errorf("DELETE %s: %q, want …%s…", tc.query, st.Error, tc.want)
-		}
-	}
-	if st := faultsCall(t, "GET", d.base+"/_azq/faults", "", 200); len(st.Rules) != 2 || st.Throttle == nil {
-		t.Fatalf("a refused DELETE removed something: %+v", st)
-	}
-	if st := faultsCall(t, "DELETE", d.base+"/_azq/faults?rule=a", "", 200); len(st.Rules) != 1 || st.Rules[0].Name != "b" {
-		t.Fatalf("after DELETE ?rule=a %+v", st)
-	}
-	if st := faultsCall(t, "DELETE", d.base+"/_azq/faults", "", 200); len(st.Rules) != 0 || st.Throttle != nil {
-		t.Fatalf("after DELETE %+v", st)
-	}
-}
-
 // Without -faults or -fault-control there is no endpoint and no injector.
 func TestFaultsOffByDefault(t *testing.T) {
 	d := start(t)

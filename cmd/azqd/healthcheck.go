@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/azqlib/azq/server/admin"
 )
 
 // healthcheckTimeout bounds azqd -healthcheck: a container engine runs the
@@ -58,7 +60,7 @@ func healthcheck(ctx context.Context, rawURL string, stdout io.Writer) error {
 		return fmt.Errorf("unhealthy: reading the answer of %s: %w", u, err)
 	}
 	text := strings.TrimSpace(string(body))
-	var h healthReply
+	var h admin.Health
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Status != "ok" {
 		return fmt.Errorf("unhealthy: %s answered %s: %.300s", u, resp.Status, text)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -32,7 +33,9 @@ func TestHealthcheck(t *testing.T) {
 	ln.Close()
 
 	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusServiceUnavailable, healthReply{Status: "unavailable", Reason: "account devstoreaccount1: disk full"})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(healthReply{Status: "unavailable", Reason: "account devstoreaccount1: disk full"})
 	}))
 	defer unavailable.Close()
 	notAzqd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

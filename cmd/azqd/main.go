@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
+	"github.com/azqlib/azq/server/admin"
 	"github.com/azqlib/azq/ui"
 )
 
@@ -75,101 +75,194 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.healthcheck != "" {
 		return healthcheck(ctx, cfg.healthcheck, stdout)
 	}
-	// With -print-connection-string, stdout carries the connection
-	// strings alone, for scripts; everything else goes to stderr.
-	notes := stdout
+	out := outputs{stdout: stdout, stderr: stderr, notes: stdout}
 	if cfg.printConnString {
-		notes = stderr
+		// With -print-connection-string, stdout carries the connection
+		// strings alone, for scripts; everything else goes to stderr.
+		out.notes = stderr
 	}
 	logger, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-
-	var tlsConfig *tls.Config
-	scheme := "http"
-	if cfg.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
-		if err != nil {
-			return fmt.Errorf("loading the TLS certificate: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		scheme = "https"
-	}
-
-	var oauth *server.OAuthOptions
-	if cfg.oauth {
-		// Azurite's --oauth basic takes Azurite's issuers, pre-production
-		// ones among them; azqd's own -oauth production Entra ID's only.
-		oauth = &server.OAuthOptions{AzuriteIssuers: cfg.oauthBasic}
-		if cfg.oauthKey != "" {
-			data, err := os.ReadFile(cfg.oauthKey)
-			if err != nil {
-				return fmt.Errorf("reading the OAuth keys: %w", err)
-			}
-			if oauth.Keys, err = server.ParseOAuthKeys(data); err != nil {
-				return fmt.Errorf("reading the OAuth keys from %s: %w", cfg.oauthKey, err)
-			}
-		}
-	}
-
-	var clk clock.Clock
-	var ctl *clockControl
-	if cfg.clockControl {
-		mock := clock.NewMock()
-		// Round(0) drops the monotonic reading: the mock clock is wall time only.
-		mock.Set(time.Now().Round(0))
-		clk = mock
-		ctl = &clockControl{clk: mock}
-	}
-
-	var inj *faults.Injector
-	if cfg.admin.faultControl {
-		var fc faults.Config
-		if cfg.admin.faultsFile != "" {
-			if fc, err = faults.Load(cfg.admin.faultsFile); err != nil {
-				return fmt.Errorf("reading the fault rules: %w", err)
-			}
-		}
-		var fclk clock.Clock = clk
-		if fclk == nil {
-			fclk = clock.New()
-		}
-		if inj, err = faults.New(faults.Options{Config: fc, Clock: fclk}); err != nil {
-			return fmt.Errorf("the fault rules of %s: %w", cfg.admin.faultsFile, err)
-		}
-	}
-
-	var services map[string]azq.QueueService
-	if cfg.postgresURL != "" {
-		var pool *pgxpool.Pool
-		if services, pool, err = openPostgres(ctx, cfg); err != nil {
-			return err
-		}
-		// Closed after the Services, which api.Close closes.
-		defer pool.Close()
-	} else {
-		warnAzuriteWorkspace(cfg.dataDir, cfg.accounts, stderr)
-		if services, err = openData(cfg, ctl, stdout, storageLogger(logger, stderr)); err != nil {
-			return dataDirError(cfg.dataDir, err)
-		}
-	}
-	tcp, err := net.Listen("tcp", cfg.addr)
+	tlsConfig, err := loadTLS(cfg)
 	if err != nil {
-		closeAll(services)
-		return listenError("the queue service's address", cfg.addr, err)
+		return err
 	}
-	ln := newLimitListener(tcp, cfg.maxConnections)
-	refused, err := listenRefused(cfg.refused, cfg.maxConnections)
+	oauth, err := oauthOptions(cfg)
 	if err != nil {
-		ln.Close()
+		return err
+	}
+
+	back, err := openBackend(ctx, cfg, out, logger)
+	if err != nil {
+		return err
+	}
+	defer back.closePool() // after the Services, which api.Close closes
+	ln, refused, err := listen(cfg)
+	if err != nil {
+		closeAll(back.services)
 		return err
 	}
 	// On loopback only, every request must name this machine as its
 	// Host (see server.Options.CheckHost); beyond, clients reach azqd by
 	// names it cannot know, a container's service name, as with Azurite.
 	onLoopback := isLoopback(ln.Addr())
+	api, rec, err := buildServer(cfg, back, logger, oauth, onLoopback)
+	if err != nil {
+		ln.Close()
+		refused.close()
+		return err
+	}
+	handler := mountAdmin(cfg, api, back, rec, onLoopback, stderr)
+
+	r := serve(newHTTPServer(cfg, handler, tlsConfig, logger), ln, refused, api, tlsConfig != nil)
+	announce(out, startup{cfg: cfg, addr: ln.Addr(), tls: tlsConfig != nil, refused: refused, back: back, rec: rec, oauth: oauth, logger: logger})
+	if err := r.untilDone(ctx); err != nil {
+		return err
+	}
+	return r.shutdown(cfg.shutdownTimeout, out.notes, logger)
+}
+
+// outputs are where azqd prints: notes are the start-up and shutdown
+// lines, on stdout unless -print-connection-string keeps stdout for the
+// connection strings alone.
+type outputs struct {
+	stdout, stderr, notes io.Writer
+}
+
+// loadTLS returns the TLS configuration of -tls-cert and -tls-key, or nil
+// for plain HTTP.
+func loadTLS(cfg *config) (*tls.Config, error) {
+	if cfg.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading the TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// oauthOptions returns the bearer-token options of -oauth, with the keys
+// of -oauth-key, or nil without -oauth.
+func oauthOptions(cfg *config) (*server.OAuthOptions, error) {
+	if !cfg.oauth {
+		return nil, nil
+	}
+	// Azurite's --oauth basic takes Azurite's issuers, pre-production
+	// ones among them; azqd's own -oauth production Entra ID's only.
+	oauth := &server.OAuthOptions{AzuriteIssuers: cfg.oauthBasic}
+	if cfg.oauthKey != "" {
+		data, err := os.ReadFile(cfg.oauthKey)
+		if err != nil {
+			return nil, fmt.Errorf("reading the OAuth keys: %w", err)
+		}
+		if oauth.Keys, err = server.ParseOAuthKeys(data); err != nil {
+			return nil, fmt.Errorf("reading the OAuth keys from %s: %w", cfg.oauthKey, err)
+		}
+	}
+	return oauth, nil
+}
+
+// backend is what the accounts' queues live in, and the time and the
+// faults their requests meet.
+type backend struct {
+	// services are the accounts' queues by account name: with -data
+	// durable, with -postgres in the database; nil keeps every account
+	// in memory, in the server.
+	services map[string]azq.QueueService
+	pool     *pgxpool.Pool    // -postgres's, closed after the Services
+	clk      clock.Clock      // -clock-control's mock; nil: real time
+	ctl      *admin.Clock     // moves clk (-clock-control), saving it with -data
+	inj      *faults.Injector // -faults or -fault-control's
+}
+
+// openBackend makes the clock and the fault injector and opens the
+// accounts' queues: on PostgreSQL with -postgres, else durable with
+// -data, else (services nil) in memory.
+func openBackend(ctx context.Context, cfg *config, out outputs, logger *slog.Logger) (*backend, error) {
+	b := &backend{}
+	var mock *clock.Mock
+	if cfg.clockControl {
+		mock = clock.NewMock()
+		// Round(0) drops the monotonic reading: the mock clock is wall time only.
+		mock.Set(time.Now().Round(0))
+		b.clk = mock
+	}
+	var err error
+	if b.inj, err = newInjector(cfg, b.clk); err != nil {
+		return nil, err
+	}
+	var saveClock func(time.Time) error
+	if cfg.postgresURL != "" {
+		if b.services, b.pool, err = openPostgres(ctx, cfg); err != nil {
+			return nil, err
+		}
+	} else {
+		warnAzuriteWorkspace(cfg.dataDir, cfg.accounts, out.stderr)
+		if b.services, saveClock, err = openData(cfg, mock, out.stdout, storageLogger(logger, out.stderr)); err != nil {
+			return nil, dataDirError(cfg.dataDir, err)
+		}
+	}
+	if mock != nil {
+		b.ctl = admin.NewClock(mock, saveClock)
+	}
+	return b, nil
+}
+
+// newInjector returns the fault injector of -faults or -fault-control on
+// clk (nil: real time), with the rules of the -faults file, or nil.
+func newInjector(cfg *config, clk clock.Clock) (*faults.Injector, error) {
+	if !cfg.admin.faultControl {
+		return nil, nil
+	}
+	var fc faults.Config
+	if cfg.admin.faultsFile != "" {
+		var err error
+		if fc, err = faults.Load(cfg.admin.faultsFile); err != nil {
+			return nil, fmt.Errorf("reading the fault rules: %w", err)
+		}
+	}
+	if clk == nil {
+		clk = clock.New()
+	}
+	inj, err := faults.New(faults.Options{Config: fc, Clock: clk})
+	if err != nil {
+		return nil, fmt.Errorf("the fault rules of %s: %w", cfg.admin.faultsFile, err)
+	}
+	return inj, nil
+}
+
+// closePool closes the -postgres connection pool, if there is one.
+func (b *backend) closePool() {
+	if b.pool != nil {
+		b.pool.Close()
+	}
+}
+
+// listen listens on -addr, with at most -max-connections connections at
+// a time, and on the Azurite ports azqd refuses (its blob and table
+// services').
+func listen(cfg *config) (*limitListener, refusers, error) {
+	tcp, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return nil, nil, listenError("the queue service's address", cfg.addr, err)
+	}
+	ln := newLimitListener(tcp, cfg.maxConnections)
+	refused, err := listenRefused(cfg.refused, cfg.maxConnections)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, refused, nil
+}
+
+// buildServer returns the Azure Queue REST API of the accounts on b, with
+// the service properties -data saved, and the metrics recorder it reports
+// to (nil with -metrics=false).
+func buildServer(cfg *config, b *backend, logger *slog.Logger, oauth *server.OAuthOptions, onLoopback bool) (*server.Server, *metrics.Recorder, error) {
 	var rec *metrics.Recorder
 	var observe func(metrics.Observation)
 	if cfg.admin.metrics {
@@ -178,13 +271,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
-		Services:       services,
-		Clock:          clk,
+		Services:       b.services,
+		Clock:          b.clk,
 		AllowAnonymous: cfg.allowAnonymous,
 		StrictVersion:  cfg.strictVersion,
 		Logger:         logger,
 		OAuth:          oauth,
-		Faults:         inj,
+		Faults:         b.inj,
 		Observe:        observe,
 		PathStyleOnly:  cfg.pathStyleOnly,
 		SaveProperties: saveProperties(cfg),
@@ -192,16 +285,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		AllowedHosts:   adminHosts(cfg),
 	})
 	if err := loadProperties(cfg, api, cfg.accounts); err != nil {
-		ln.Close()
-		refused.close()
 		api.Close()
-		return err
+		return nil, nil, err
 	}
-	admin := &adminHandler{api: api, ctl: ctl, version: buildinfo.Describe(), guard: newAdminGuard(cfg),
-		storage: storageStates(services), databases: pingers(services)}
-	if inj != nil {
-		admin.faults = &faultControl{inj: inj}
+	return api, rec, nil
+}
+
+// mountAdmin returns azqd's handler: the admin endpoints under /_azq/
+// (package server/admin) with the metrics of rec and the web view of
+// -ui, the metrics at /metrics, and api.
+func mountAdmin(cfg *config, api *server.Server, b *backend, rec *metrics.Recorder, onLoopback bool, stderr io.Writer) http.Handler {
+	opts := admin.Options{Clock: b.ctl, Faults: b.inj, Version: buildinfo.Describe()}
+	if b.ctl != nil {
+		// Reset comes with -clock-control, which is what makes a test
+		// run reproducible.
+		opts.Reset = api.Reset
 	}
+	var rootMetrics http.Handler
 	if rec != nil {
 		for _, a := range cfg.accounts {
 			// Any back end's queues are watched: the in-memory and
@@ -212,22 +312,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				rec.WatchService(a.Name, svc)
 			}
 		}
-		if inj != nil {
-			rec.WatchFaults(inj)
+		if b.inj != nil {
+			rec.WatchFaults(b.inj)
 		}
-		admin.metrics = rec.Handler()
+		opts.Metrics = rec.Handler()
+		rootMetrics = servesMetricsAtRoot(cfg, rec)
 	}
-	rootMetrics := servesMetricsAtRoot(cfg, rec)
 	if onLoopback {
 		// The metrics name the queues and their depths: on loopback they
 		// take the admin endpoints' guard, Host check included.
-		admin.metrics, rootMetrics = admin.guard.guarded(admin.metrics), admin.guard.guarded(rootMetrics)
+		guard := newAdminGuard(cfg)
+		opts.Metrics, rootMetrics = guard.Wrap(opts.Metrics), guard.Wrap(rootMetrics)
 	}
 	if cfg.ui {
-		admin.web = newUI(cfg, api, clk, ctl, inj)
+		opts.UI = newUI(cfg, api, b.clk, b.ctl, b.inj)
 	}
-	hs := &http.Server{
-		Handler:   newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), admin, rootMetrics),
+	return newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), newAdminHandler(cfg, opts, b.services), rootMetrics)
+}
+
+// newHTTPServer returns the HTTP server of handler, with azqd's timeouts
+// and protocols.
+func newHTTPServer(cfg *config, handler http.Handler, tlsConfig *tls.Config, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:   handler,
 		TLSConfig: tlsConfig,
 		// A TLSNextProto that is not nil keeps net/http from offering
 		// HTTP/2: Azure Storage speaks HTTP/1.1 only, so a client meets
@@ -243,21 +350,105 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		IdleTimeout:       cfg.keepAliveTimeout,
 		ErrorLog:          errorLog(logger),
 	}
+}
+
+// running is azqd while it serves: its HTTP servers and the API behind
+// them.
+type running struct {
+	hs       *http.Server
+	serveErr chan error // hs's Serve's result
+	refused  refusers
+	api      *server.Server
+}
+
+// serve starts serving hs on ln (TLS with useTLS) and the refusals on
+// the refused Azurite ports.
+func serve(hs *http.Server, ln net.Listener, refused refusers, api *server.Server, useTLS bool) *running {
 	refused.start(hs, ln.Addr())
-	serveErr := make(chan error, 1)
+	r := &running{hs: hs, serveErr: make(chan error, 1), refused: refused, api: api}
 	go func() {
-		if tlsConfig != nil {
-			serveErr <- hs.ServeTLS(ln, "", "")
+		if useTLS {
+			r.serveErr <- hs.ServeTLS(ln, "", "")
 		} else {
-			serveErr <- hs.Serve(ln)
+			r.serveErr <- hs.Serve(ln)
 		}
 	}()
+	return r
+}
 
-	base := scheme + "://" + endpointHost(ln.Addr())
-	if !isLoopback(ln.Addr()) {
-		fmt.Fprintf(stderr, "azqd: warning: listening on %s, beyond loopback: anyone who can reach it can use the accounts, and devstoreaccount1's key is public; use -addr 127.0.0.1:PORT unless that is what you want\n", listenAddr(cfg.addr, ln.Addr()))
+// untilDone waits until ctx is done (a signal) and returns nil, or
+// until serving fails, and then closes everything and returns why.
+func (r *running) untilDone(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-r.serveErr:
+		r.refused.close()
+		r.api.Close()
+		return fmt.Errorf("serving: %w", err)
 	}
-	// The mode comes first and the endpoint last, where scripts find it.
+}
+
+// shutdown stops serving, letting requests in flight finish within
+// timeout, and closes the API and its Services.
+func (r *running) shutdown(timeout time.Duration, notes io.Writer, logger *slog.Logger) error {
+	fmt.Fprintln(notes, "azqd: shutting down")
+	if logger != nil {
+		logger.Info("azqd shutting down", "timeout", timeout)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var errs []error
+	if err := r.hs.Shutdown(sctx); err != nil {
+		r.hs.Close()
+		errs = append(errs, fmt.Errorf("in-flight requests did not finish within %v; closed them", timeout))
+	}
+	if err := <-r.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("serving: %w", err))
+	}
+	if err := r.refused.shutdown(sctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.api.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the service: %w", err))
+	}
+	fmt.Fprintln(notes, "azqd: stopped")
+	err := errors.Join(errs...)
+	if logger != nil {
+		if err != nil {
+			logger.Error("azqd stopped", "err", err)
+		} else {
+			logger.Info("azqd stopped")
+		}
+	}
+	return err
+}
+
+// startup is what the start-up lines describe.
+type startup struct {
+	cfg     *config
+	addr    net.Addr // the queue service's
+	tls     bool
+	refused refusers
+	back    *backend
+	rec     *metrics.Recorder // nil: -metrics=false
+	oauth   *server.OAuthOptions
+	logger  *slog.Logger
+}
+
+// announce prints the start-up lines: the mode and the endpoint first,
+// then what else azqd serves and how it takes requests, and the
+// connection strings last, where scripts find them.
+func announce(out outputs, s startup) {
+	cfg, notes, stdout, stderr := s.cfg, out.notes, out.stdout, out.stderr
+	scheme := "http"
+	if s.tls {
+		scheme = "https"
+	}
+	base := scheme + "://" + endpointHost(s.addr)
+	if !isLoopback(s.addr) {
+		fmt.Fprintf(stderr, "azqd: warning: listening on %s, beyond loopback: anyone who can reach it can use the accounts, and devstoreaccount1's key is public; use -addr 127.0.0.1:PORT unless that is what you want\n", listenAddr(cfg.addr, s.addr))
+	}
 	mode := "in memory (queues are lost on exit; -data DIR keeps them)"
 	if cfg.dataDir != "" {
 		mode = "durable in " + cfg.dataDir
@@ -266,30 +457,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		mode = postgresMode(cfg)
 	}
 	fmt.Fprintf(notes, "azqd: %s, serving the Azure Queue REST API on %s\n", mode, base)
-	refused.announce(notes, scheme, cfg.addr, ln.Addr()) // Azurite's start-up lines
+	s.refused.announce(notes, scheme, cfg.addr, s.addr) // Azurite's start-up lines
 	for _, n := range cfg.notes {
 		fmt.Fprintln(stderr, "azqd: note:", n)
 	}
-	if ctl != nil {
+	if s.back.ctl != nil {
 		fmt.Fprintf(notes, "azqd: clock control on %s/_azq/clock; the clock stands still at %s until advanced\n",
-			base, clk.Now().UTC().Format(time.RFC3339))
+			base, s.back.clk.Now().UTC().Format(time.RFC3339))
 	}
-	if admin.web != nil {
-		fmt.Fprintf(stdout, "azqd: the queues are on view at %s%s/\n", base, uiPrefix)
+	if cfg.ui {
+		fmt.Fprintf(stdout, "azqd: the queues are on view at %s%s/\n", base, admin.UIPrefix)
 	}
-	announceAdmin(notes, stderr, cfg, base, ln.Addr(), inj, rec)
+	announceAdmin(notes, stderr, cfg, base, s.addr, s.back.inj, s.rec)
 	if cfg.allowAnonymous {
 		fmt.Fprintln(notes, "azqd: requests without credentials are allowed")
 	} else {
 		fmt.Fprintln(notes, "azqd: requests must be signed, as the SDKs do with the connection string below; -allow-anonymous accepts unsigned ones (curl)")
 	}
-	if oauth != nil && tlsConfig == nil {
+	if s.oauth != nil && !s.tls {
 		fmt.Fprintln(stderr, "azqd: note: --oauth basic over HTTP: bearer tokens are refused, as Azurite refuses them, until --cert and --key (or -tls-cert and -tls-key) serve HTTPS")
 	}
 	switch {
-	case oauth != nil && len(oauth.Keys) > 0:
-		fmt.Fprintf(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are checked against %d key(s) from %s\n", len(oauth.Keys), cfg.oauthKey)
-	case oauth != nil:
+	case s.oauth != nil && len(s.oauth.Keys) > 0:
+		fmt.Fprintf(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are checked against %d key(s) from %s\n", len(s.oauth.Keys), cfg.oauthKey)
+	case s.oauth != nil:
 		fmt.Fprintln(stdout, "azqd: Microsoft Entra ID bearer tokens are accepted; signatures are not checked (give -oauth-key to check them)")
 	}
 	if n := developmentStorageNote(cfg.accounts, base); n != "" {
@@ -302,67 +493,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s: %s\n", a.Name, a.ConnectionString(base+"/"+a.Name))
 		}
 	}
-	if logger != nil {
-		logger.Info("azqd started", "endpoint", base, "accounts", len(cfg.accounts), "clock_control", ctl != nil)
+	if s.logger != nil {
+		s.logger.Info("azqd started", "endpoint", base, "accounts", len(cfg.accounts), "clock_control", s.back.ctl != nil)
 	}
-
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		refused.close()
-		api.Close()
-		return fmt.Errorf("serving: %w", err)
-	}
-
-	fmt.Fprintln(notes, "azqd: shutting down")
-	if logger != nil {
-		logger.Info("azqd shutting down", "timeout", cfg.shutdownTimeout)
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
-	defer cancel()
-	var errs []error
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-		errs = append(errs, fmt.Errorf("in-flight requests did not finish within %v; closed them", cfg.shutdownTimeout))
-	}
-	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("serving: %w", err))
-	}
-	if err := refused.shutdown(sctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := api.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("closing the service: %w", err))
-	}
-	fmt.Fprintln(notes, "azqd: stopped")
-	err = errors.Join(errs...)
-	if logger != nil {
-		if err != nil {
-			logger.Error("azqd stopped", "err", err)
-		} else {
-			logger.Info("azqd stopped")
-		}
-	}
-	return err
 }
 
 // newUI returns the web view of -ui: the accounts of api on clk, with the
 // clock buttons of ctl and the rules of inj when they are not nil. It
 // answers the Host names the admin guard lets through (adminHosts).
-func newUI(cfg *config, api *server.Server, clk clock.Clock, ctl *clockControl, inj *faults.Injector) http.Handler {
-	opts := ui.Options{Clock: clk, Prefix: uiPrefix, Hosts: adminHosts(cfg), Faults: inj}
+func newUI(cfg *config, api *server.Server, clk clock.Clock, ctl *admin.Clock, inj *faults.Injector) http.Handler {
+	opts := ui.Options{Clock: clk, Prefix: admin.UIPrefix, Hosts: adminHosts(cfg), Faults: inj}
 	for _, a := range cfg.accounts {
 		opts.Accounts = append(opts.Accounts, ui.Account{Name: a.Name, Service: api.QueueService(a.Name)})
 	}
 	if ctl != nil {
-		opts.Advance = ctl.advanceUI
+		opts.Advance = ctl.Advance
 	}
 	return ui.New(opts)
 }
-
-// uiPrefix is where -ui serves the web page, beside azqd's other
-// endpoints.
-const uiPrefix = "/_azq/ui"
 
 // noHTTP2 is the TLSNextProto of azqd's servers: no protocol besides
 // HTTP/1.1 (net/http's own HTTP/2 among them) may be negotiated.
@@ -378,10 +526,10 @@ const (
 // newHandler routes /_azq/ to azqd's own endpoints, /metrics (when
 // metrics is not nil) to the metrics, and everything else to the Azure
 // Queue REST API.
-func newHandler(api, admin, metrics http.Handler) http.Handler {
+func newHandler(api, adm, metrics http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, adminPrefix) || r.URL.Path == strings.TrimSuffix(adminPrefix, "/") {
-			admin.ServeHTTP(w, r)
+		if admin.Owns(r.URL.Path) {
+			adm.ServeHTTP(w, r)
 			return
 		}
 		if metrics != nil && r.URL.Path == "/metrics" {

@@ -391,21 +391,6 @@ func TestClockControl(t *testing.T) {
 	}
 }
 
-func TestParseAdvance(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"168h": 168 * time.Hour, "1h30m": 90 * time.Minute, "3600": time.Hour, "0.5": 500 * time.Millisecond, "0": 0,
-	} {
-		if got, err := parseAdvance(in); err != nil || got != want {
-			t.Errorf("parseAdvance(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "-1s", "-5", "NaN", "1e300", "7d", "soon"} {
-		if got, err := parseAdvance(in); err == nil {
-			t.Errorf("parseAdvance(%q) = %v, want an error", in, got)
-		}
-	}
-}
-
 func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
 	d := start(t, "-allow-anonymous")
 	qc := queueClient(t, d.conns["devstoreaccount1"], "inflight")

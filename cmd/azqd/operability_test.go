@@ -83,7 +83,7 @@ func TestReset(t *testing.T) {
 		}
 	}
 	adminCall(t, "GET", d.base+"/_azq/reset", 405, nil)
-	var r statusReply
+	var r struct{ Status string }
 	adminCall(t, "POST", d.base+"/_azq/reset", 200, &r)
 	for _, name := range []string{"one", "two"} {
 		svc, _ := azqueue.NewServiceClientFromConnectionString(d.conns[name], clientOptions(nil))

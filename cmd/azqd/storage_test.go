@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/server/admin"
 	"github.com/benbjohnson/clock"
 )
 
@@ -42,7 +43,8 @@ func TestHealthReportsStorageFailure(t *testing.T) {
 		{"failed", map[string]storageState{"acct1": fixedState{}, "acct2": fixedState{failed}}, http.StatusServiceUnavailable, "account acct2: " + failed.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &adminHandler{version: "test", storage: tc.storage}
+			h := newAdminHandler(&config{}, admin.Options{Version: "test"}, nil)
+			h.storage = tc.storage
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/_azq/health", nil))
 			var reply healthReply
@@ -125,7 +127,7 @@ func TestDataRefusesAClockPastItsBounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		services, err := openData(cfg, &clockControl{clk: clock.NewMock()}, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		services, _, err := openData(cfg, clock.NewMock(), io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err == nil {
 			closeAll(services)
 			t.Fatalf("a saved clock at %s was accepted", saved)
@@ -164,12 +166,12 @@ func TestDataClockPerAccount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctl := &clockControl{clk: clock.NewMock()}
-		services, err := openData(cfg, ctl, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		mock := clock.NewMock()
+		services, _, err := openData(cfg, mock, io.Discard, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ctl.clk.Now(), services
+		return mock.Now(), services
 	}
 	read := func(account string) time.Time {
 		t.Helper()
@@ -224,7 +226,7 @@ func TestDataLogsToTheStorageLogger(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	services, err := openData(cfg, nil, io.Discard, slog.New(slog.NewTextHandler(&log, nil)))
+	services, _, err := openData(cfg, nil, io.Discard, slog.New(slog.NewTextHandler(&log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

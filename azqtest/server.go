@@ -2,11 +2,9 @@ package azqtest
 
 import (
 	"net/http/httptest"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 	"github.com/azqlib/azq"
@@ -14,12 +12,25 @@ import (
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
+	"github.com/azqlib/azq/server/admin"
 	"github.com/benbjohnson/clock"
 )
 
 // Server is azq's REST server for the development account, for one test.
 // NewInProcessServer makes one that clients reach through its Transport
 // alone; NewServer one that also listens on a loopback port.
+//
+// Beside the Azure API, at URL + "/_azq/", it serves the admin endpoints
+// of package server/admin, so that a test's other process (or an SDK in
+// another language) can do over HTTP what the test does through the
+// fields below: read and move Clock (GET /_azq/clock, POST
+// /_azq/clock/advance?by=, POST /_azq/clock/set?to=), list, add and
+// remove the rules of Faults (GET, POST and DELETE /_azq/faults), delete
+// every queue (POST /_azq/reset), read Metrics (GET /_azq/metrics) and the
+// health check (GET /_azq/health). As in azqd, they answer clients on
+// this machine only, for a Host that names it (an IP address, localhost,
+// or InProcessURL's), and refuse a state-changing request from another
+// site's page.
 type Server struct {
 	// URL is the server's base URL: http://127.0.0.1:41234, say, for a
 	// server that listens, and InProcessURL for one that does not.
@@ -41,7 +52,8 @@ type Server struct {
 	// Service holds the account's queues, in process: seed and inspect
 	// them directly, without a request.
 	Service *azq.Service
-	// Handler is the REST handler, for tests that want to wrap it.
+	// Handler is the REST handler, for tests that want to wrap it. It
+	// serves the Azure API alone, without the admin endpoints.
 	Handler *server.Server
 	// Faults decides the faults requests meet (package faults), on Clock.
 	// It starts with no rules and no throttle; add some to make the
@@ -61,7 +73,9 @@ type Server struct {
 // is under .invalid, which no resolver resolves (RFC 6761), so that a
 // client built without the server's Transport fails ("no such host")
 // instead of reaching whatever listens on some port.
-const InProcessURL = "http://in-process.invalid"
+const InProcessURL = "http://" + inProcessHost
+
+const inProcessHost = "in-process.invalid"
 
 // NewInProcessServer returns a Server that no network reaches: clients
 // get to it through its Transport, which hands each request to the
@@ -90,7 +104,11 @@ func NewServer(t testing.TB) *Server {
 
 func newServer(t testing.TB, listen bool) *Server {
 	t.Helper()
-	mock := newMock(time.Now().UTC().Truncate(time.Second))
+	mock := clock.NewMock()
+	// Mock.Set sleeps a millisecond of real time, for the sake of
+	// goroutines waiting on the clock's timers (a new mock has none); it
+	// is the one call that moves a mock without reaching into it.
+	mock.Set(time.Now().UTC().Truncate(time.Second))
 	acct := server.DevelopmentAccount()
 	inj, err := faults.New(faults.Options{Clock: mock})
 	if err != nil {
@@ -101,6 +119,19 @@ func newServer(t testing.TB, listen bool) *Server {
 	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe, Logger: log})
 	rec.WatchService(acct.Name, h.Service(acct.Name))
 	rec.WatchFaults(inj)
+	// The in-process URL's host is under .invalid, which no resolver
+	// resolves: no page can be served under it.
+	guard := admin.NewGuard(admin.GuardOptions{Hosts: []string{inProcessHost}})
+	root := admin.New(admin.Options{
+		Clock:  admin.NewClock(mock, nil),
+		Reset:  h.Reset,
+		Faults: inj,
+		// The metrics name the queues and their depths: guarded, as
+		// azqd's are on loopback.
+		Metrics: guard.Wrap(rec.Handler()),
+		Version: azq.Version,
+		Guard:   guard,
+	}).Mount(h)
 	s := &Server{
 		URL:       InProcessURL,
 		Account:   acct,
@@ -109,10 +140,10 @@ func newServer(t testing.TB, listen bool) *Server {
 		Handler:   h,
 		Faults:    inj,
 		Metrics:   rec,
-		transport: NewTransport(h),
+		transport: NewTransport(root),
 	}
 	if listen {
-		s.hs = httptest.NewServer(h)
+		s.hs = httptest.NewServer(root)
 		s.URL = s.hs.URL
 	}
 	s.Endpoint = s.URL + "/" + acct.Name
@@ -176,21 +207,4 @@ func (s *Server) Close() {
 		}
 		s.Handler.Close()
 	})
-}
-
-// newMock returns a mock clock that reads t. Mock.Set would make one, but
-// it sleeps a millisecond after every change, for the sake of goroutines
-// that wait on the clock's timers, and that millisecond was 95% of a
-// test server's cost: a new mock has no timer and nobody waiting on it.
-// So the time is written in place, where the clock is laid out as
-// benbjohnson/clock has it (v1.3.5, its last release: the repository is
-// archived), and set with Set otherwise.
-func newMock(t time.Time) *clock.Mock {
-	m := clock.NewMock()
-	if f := reflect.ValueOf(m).Elem().FieldByName("now"); f.IsValid() && f.Type() == reflect.TypeOf(t) {
-		*(*time.Time)(unsafe.Pointer(f.UnsafeAddr())) = t
-		return m
-	}
-	m.Set(t)
-	return m
 }

@@ -60,13 +60,14 @@ type Options struct {
 
 // Hints are what the admin endpoints' refusals tell a client to do, in
 // the words of the program that serves them: azqd says "start azqd with
-// -clock-control". Each one that is set follows its refusal after "; ".
+// -clock-control". Each one that is set follows its refusal after "; "
+// (Seed after ", "); one that is not leaves the refusal as it is.
 type Hints struct {
 	Clock  string // how to turn the clock endpoints on
 	Reset  string // how to turn POST /_azq/reset on
 	Faults string // how to turn /_azq/faults on
-	// Seed says where the fault rules' seed is set, for a POST
-	// /_azq/faults that sets one: azqd's "by the -faults file".
+	// Seed says where the fault rules' seed is set, for the refusal of
+	// a POST /_azq/faults that sets one: azqd's "by the -faults file".
 	Seed string
 	UI   string // how to turn the web view on
 	// Endpoints, if set, replaces the list of endpoints that a request

@@ -13,11 +13,12 @@
 //	/_azq/ui/                         a web view                       (Options.UI)
 //
 // Each endpoint is on when what it needs is given; one that is off answers
-// 404 with a JSON body {"error": ...} saying so, followed by Hints (how to
-// turn it on, in the words of the program that serves it). Every answer
-// is JSON, refusals included, with the status a client can act on: 400 for
-// a bad parameter, 405 with Allow for a wrong method, 409 for a fault
-// rule's name in use, 415 for a body that is not JSON.
+// 404 saying so, followed by Hints (how to turn it on, in the words of the
+// program that serves it). The health, clock, reset and fault endpoints
+// answer JSON, refusals included ({"error": ...}), with the status a
+// client can act on: 400 for a bad parameter, 405 with Allow for a wrong
+// method, 409 for a fault rule's name in use, 413 and 415 for a body too
+// large or not JSON, 500 when a reset or a save of the clock failed.
 //
 // The endpoints take no credentials, so a Guard decides who reaches them:
 // every one but the health check (and the metrics, which the caller guards

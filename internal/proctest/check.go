@@ -17,11 +17,12 @@ import (
 type Expect struct {
 	// Visibility is the visibility timeout of every Receive.
 	Visibility time.Duration
-	// Resolution is how finely the next-visible times of "got" lines
-	// tell time: 0 for exactly (the library's answers), time.Second when
-	// some came over the REST API, which gives whole seconds. The check
-	// of leases compares times cut to it.
-	Resolution time.Duration
+	// Resolution returns how finely the next-visible times of a
+	// process's "got" lines tell time: 0 for exactly (the library's
+	// answers), time.Second for a process on the REST API, which gives
+	// whole seconds. The check of leases compares the times of two Gets
+	// cut to the coarser of their processes'. Nil: every time is exact.
+	Resolution func(proc string) time.Duration
 	// Outages is the number of outages of the database the run staged:
 	// with any, some call must have failed.
 	Outages int
@@ -123,11 +124,11 @@ func Check(t testing.TB, lines []Line, drained map[string]bool, want Expect) Cou
 		}
 	}
 
-	cut := func(ns int64) int64 {
-		if want.Resolution <= 0 {
-			return ns
+	resolution := func(a, b string) int64 {
+		if want.Resolution == nil {
+			return 1
 		}
-		return ns - ns%int64(want.Resolution)
+		return max(int64(want.Resolution(a)), int64(want.Resolution(b)), 1)
 	}
 	for c, gs := range gets {
 		if !tried[c] {
@@ -164,7 +165,8 @@ func Check(t testing.TB, lines []Line, drained map[string]bool, want Expect) Cou
 			}
 			// A Get's time is its next-visible time less the visibility
 			// timeout: the database's time, as g.visible is.
-			if began := next.visible - int64(want.Visibility); cut(began) < cut(g.visible) {
+			began, res := next.visible-int64(want.Visibility), resolution(g.proc, next.proc)
+			if began-began%res < g.visible-g.visible%res {
 				n.OverlapLeases++
 				t.Errorf("%s came back to %s %v before %s's lease ended", c, next.proc, time.Duration(g.visible-began), g.proc)
 			}

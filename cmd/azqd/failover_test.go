@@ -247,6 +247,14 @@ func runFailover(t *testing.T, plan failoverPlan) {
 	}
 	log.WaitFor(t, "every process to meet the outage", func() bool { return log.FailedSince(before, names...) })
 	met := time.Now()
+	// No server takes writes: azqd says it is unhealthy.
+	for i, d := range daemons {
+		var h healthReply
+		adminCall(t, "GET", d.base+"/_azq/health", http.StatusServiceUnavailable, &h)
+		if h.Status != "unavailable" {
+			t.Errorf("health of azqd %d in the outage: %+v", i, h)
+		}
+	}
 	time.Sleep(failoverOutage - time.Since(crashed))
 	if err := standby.Promote(); err != nil {
 		t.Fatal(err)

@@ -51,7 +51,8 @@ const StandbyPort = 5433
 // returns once the standby streams (and, with opts.Synchronous, once the
 // primary counts it as its synchronous standby). Each listens on a Unix
 // socket in a directory of its own (Host, Port), never on a network
-// port.
+// port. Without PostgreSQL (or its pg_basebackup) it skips tb, or fails
+// it in CI.
 //
 // Crash the primary and Promote the standby to fail over. Both run with
 // fsync off, as every server of this package does: what a commit waited
@@ -59,9 +60,21 @@ const StandbyPort = 5433
 // crash, not its disk.
 func StartReplicated(tb testing.TB, opts ReplicatedOptions) (primary, standby *Server) {
 	tb.Helper()
-	p, s, err := startReplicated(opts)
+	// Only a missing installation skips; a pair that the installed
+	// PostgreSQL fails to make fails tb.
+	bin, err := binDir()
+	if err == nil && !isExec(filepath.Join(bin, "pg_basebackup")) {
+		err = fmt.Errorf("no pg_basebackup beside %s", filepath.Join(bin, "initdb"))
+	}
+	if err == nil {
+		_, err = serverUser()
+	}
 	if err != nil {
 		unavailable(tb, err)
+	}
+	p, s, err := startReplicated(opts)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		for _, srv := range []*Server{s, p} {
@@ -102,6 +115,10 @@ func startReplicated(opts ReplicatedOptions) (primary, standby *Server, err erro
 
 	standbySet := maps.Clone(set)
 	standbySet["port"] = strconv.Itoa(StandbyPort)
+	// After the primary's loss, the standby tries to reach it again at
+	// this interval, and a promotion waited for the next try: 5 s by
+	// default, the most of a test's failover.
+	standbySet["wal_retrieve_retry_interval"] = "100ms"
 	standbySet["primary_conninfo"] = fmt.Sprintf("host=%s port=%d user=%s application_name=%s",
 		primary.dir, primary.Port(), ReplicationUser, StandbyName)
 	standby = &Server{bin: primary.bin, owner: primary.owner, opts: Options{Settings: standbySet}}

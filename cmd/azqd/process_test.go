@@ -23,6 +23,10 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	if role := os.Getenv(failoverRoleEnv); role != "" {
+		// A producer or consumer process of failover_test.go.
+		os.Exit(runFailoverRole(role))
+	}
 	// The PostgreSQL server of the tests that need one, started by the
 	// first of them (pgtest.Shared) and stopped when all have run.
 	os.Exit(pgtest.Main(m))

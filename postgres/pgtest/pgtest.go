@@ -9,7 +9,10 @@
 // from a temporary directory and listens on a Unix socket there, never on
 // a network port, and keeps nothing afterwards. It runs with fsync off, as
 // tests need no durability against a crash of the machine; Start with
-// Options.Durable gives a server that syncs, for benchmarks.
+// Options.Durable gives a server that syncs, for benchmarks. For tests of
+// a failover, StartReplicated starts a primary and a standby that
+// streams from it; Crash kills the primary as the loss of its machine
+// would, and Promote makes the standby the primary.
 //
 // The binaries (initdb, postgres) are looked for where Debian installs
 // them, /usr/lib/postgresql/<version>/bin (the newest version), then on
@@ -444,7 +447,25 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 
 // socketURL is the URL of database db over the server's Unix socket.
 func (s *Server) socketURL(db string) string {
-	return "postgres://postgres@/" + db + "?host=" + url.QueryEscape(s.dir) + "&sslmode=disable"
+	u := "postgres://postgres@/" + db + "?host=" + url.QueryEscape(s.dir) + "&sslmode=disable"
+	if p := s.opts.Settings["port"]; p != "" {
+		u += "&port=" + url.QueryEscape(p)
+	}
+	return u
+}
+
+// Host returns the directory of the server's Unix socket, which is what
+// a connection string's host names. It is empty for a server EnvURL
+// names.
+func (s *Server) Host() string { return s.dir }
+
+// Port returns the server's port, which names its socket in Host: 5432
+// unless Options.Settings set another.
+func (s *Server) Port() int {
+	if p, err := strconv.Atoi(s.opts.Settings["port"]); err == nil {
+		return p
+	}
+	return 5432
 }
 
 // settings are the server's configuration parameters.
@@ -496,6 +517,8 @@ func (s *Server) Restart() error {
 	// The server goes when the test binary does, even if it is killed
 	// before it can stop the server.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+	// A process group of its own, which Crash kills whole.
+	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return err
@@ -551,6 +574,29 @@ func (s *Server) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stopLocked(syscall.SIGQUIT)
+}
+
+// Crash kills the server and every process of it with SIGKILL at once,
+// as the loss of its machine would: no process writes, answers or
+// closes a connection after it. Its data directory is left as the kill
+// left it; Restart recovers it from its write-ahead log.
+func (s *Server) Crash() error {
+	if s.external {
+		return errors.New("pgtest: an existing server is not the test's to crash")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	// The postmaster leads its process group (Restart), and its children
+	// are in it.
+	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	<-s.exited
+	s.cmd = nil
+	return nil
 }
 
 func (s *Server) stopLocked(sig syscall.Signal) error {

@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -74,5 +75,57 @@ func TestStopAndRestart(t *testing.T) {
 	var a int
 	if err := conn.QueryRow(ctx, "SELECT a FROM kept").Scan(&a); err != nil || a != 42 {
 		t.Fatalf("after the restart: %d, %v", a, err)
+	}
+}
+
+// A synchronous standby has every commit the primary acknowledged, and
+// once the primary has crashed and the standby is promoted, it takes
+// writes; a connection string naming both finds the one that does.
+func TestReplicatedFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two servers")
+	}
+	primary, standby := pgtest.StartReplicated(t, pgtest.ReplicatedOptions{Synchronous: true})
+	ctx := context.Background()
+	both := fmt.Sprintf("host=%s,%s port=%d,%d user=postgres dbname=postgres sslmode=disable target_session_attrs=read-write",
+		primary.Host(), standby.Host(), primary.Port(), standby.Port())
+	conn, err := pgx.Connect(ctx, both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept (a int); INSERT INTO kept VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	sc, err := pgx.Connect(ctx, standby.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readOnly string
+	if err := sc.QueryRow(ctx, "SHOW transaction_read_only").Scan(&readOnly); err != nil || readOnly != "on" {
+		t.Fatalf("the standby before its promotion: transaction_read_only %q, %v", readOnly, err)
+	}
+	sc.Close(ctx)
+
+	if err := primary.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgx.Connect(ctx, both); err == nil {
+		t.Fatal("a read-write connection while the primary is down and the standby not promoted")
+	}
+	if err := standby.Promote(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err = pgx.Connect(ctx, both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "INSERT INTO kept VALUES (43)"); err != nil {
+		t.Fatalf("a write after the promotion: %v", err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM kept WHERE a IN (42, 43)").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("after the failover: %d rows, %v; want both", n, err)
 	}
 }

@@ -29,7 +29,9 @@
 // # Bad days
 //
 // Server.Faults takes fault rules (package faults) and a throttle, and
-// Server.Metrics counts what the server answered. Over the in-process
+// Server.SetObserve hears of what the server answered (a
+// metrics.Recorder's Observe counts it; this package links no metrics
+// stack of its own). Over the in-process
 // transport the faults reach the client as over TCP: a closed connection
 // is io.EOF, a reset one a *net.OpError of syscall.ECONNRESET, an answer
 // cut short io.ErrUnexpectedEOF from its body, so the SDK's retry policy

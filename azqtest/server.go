@@ -12,7 +12,6 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/faults"
-	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 	"github.com/benbjohnson/clock"
 )
@@ -47,13 +46,10 @@ type Server struct {
 	// It starts with no rules and no throttle; add some to make the
 	// server have a bad day.
 	Faults *faults.Injector
-	// Metrics counts the requests the server answers, its queues and the
-	// faults' hits; Metrics.Snapshot reads the counts,
-	// Metrics.WritePrometheus the Prometheus text azqd serves at /metrics.
-	Metrics *metrics.Recorder
 
 	hs        *httptest.Server // nil: in process only
 	transport *Transport
+	observers *observers // what SetObserve set
 	close     sync.Once
 }
 
@@ -96,11 +92,9 @@ func newServer(t testing.TB, listen bool) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := metrics.NewRecorder()
+	obs := new(observers)
 	log := testLogger(t)
-	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe, Logger: log})
-	rec.WatchService(acct.Name, h.Service(acct.Name))
-	rec.WatchFaults(inj)
+	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: obs.observe, Logger: log})
 	s := &Server{
 		URL:       InProcessURL,
 		Account:   acct,
@@ -108,7 +102,7 @@ func newServer(t testing.TB, listen bool) *Server {
 		Service:   h.Service(acct.Name),
 		Handler:   h,
 		Faults:    inj,
-		Metrics:   rec,
+		observers: obs,
 		transport: NewTransport(h),
 	}
 	if listen {

@@ -25,6 +25,7 @@ import (
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 	"github.com/azqlib/azq/ui"
 )
@@ -171,10 +172,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// names it cannot know, a container's service name, as with Azurite.
 	onLoopback := isLoopback(ln.Addr())
 	var rec *metrics.Recorder
-	var observe func(metrics.Observation)
+	var observer func(observe.Observation)
 	if cfg.admin.metrics {
 		rec = metrics.NewRecorder()
-		observe = rec.Observe
+		observer = rec.Observe
 	}
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
@@ -185,7 +186,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:         logger,
 		OAuth:          oauth,
 		Faults:         inj,
-		Observe:        observe,
+		Observe:        observer,
 		PathStyleOnly:  cfg.pathStyleOnly,
 		SaveProperties: saveProperties(cfg),
 		CheckHost:      onLoopback,

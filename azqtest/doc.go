@@ -66,7 +66,7 @@
 //
 // # Contract suites
 //
-// The suites that check a back end of azq's contracts (RunQueueTests,
-// RunServiceTests, RunWorkerTests) are package queuetest's, which a back
-// end's author imports without this package's Azure SDK.
+// The suites that check a back end of azq's contracts are package
+// queuetest's (queuetest.RunQueueTests, RunServiceTests, RunWorkerTests),
+// which a back end's author imports without this package's Azure SDK.
 package azqtest

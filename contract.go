@@ -52,20 +52,26 @@ type MessageQueue interface {
 }
 
 // QueueOpener is implemented by a queue that can open other queues of
-// the same account, as a remote back end's queue can. OpenQueue returns
-// the queue name next to the receiver, creating it if it does not exist
-// (an existing queue is opened whatever its metadata).
+// the same account: a *Queue and a NamedQueue of a Service open queues of
+// that Service, and a remote back end's queue (an *azure.Queue, a
+// PostgreSQL queue) of its account. OpenQueue returns the queue name next
+// to the receiver, creating it if it does not exist (an existing queue is
+// opened whatever its metadata). A queue that belongs to no account, as a
+// *Queue made by New, answers an error that matches errors.ErrUnsupported.
 //
 // Package worker uses it to open a source's poison queue
 // ("<queue>-poison") in the source's own account, as the Azure Functions
-// queue trigger does; a *Queue made by a Service gets the same from its
-// Service instead.
+// queue trigger does.
 type QueueOpener interface {
 	OpenQueue(ctx context.Context, name string) (MessageQueue, error)
 }
 
-// Queue is the in-memory back end of the contract.
-var _ MessageQueue = (*Queue)(nil)
+// Queue is the in-memory back end of the contract, and opens the queues
+// of its Service.
+var (
+	_ MessageQueue = (*Queue)(nil)
+	_ QueueOpener  = (*Queue)(nil)
+)
 
 // QueueService is the service contract: the named queues of one storage
 // account, as a back end keeps them. *Service keeps them in memory or on

@@ -6,17 +6,17 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/azqtest"
+	"github.com/azqlib/azq/queuetest"
 	"github.com/benbjohnson/clock"
 )
 
 // The in-memory queue keeps the queue contract, on a mock clock.
 func TestQueueContract(t *testing.T) {
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
 		mock := clock.NewMock()
 		q := azq.New(azq.WithClock(mock))
 		t.Cleanup(func() { q.Close() })
-		return azqtest.Fixture{Queue: q, Clock: mock}
+		return queuetest.Fixture{Queue: q, Clock: mock}
 	})
 }
 
@@ -26,13 +26,13 @@ func TestServiceQueueContract(t *testing.T) {
 	svc := azq.NewService(azq.WithClock(mock))
 	t.Cleanup(func() { svc.Close() })
 	n := 0
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
 		n++
 		q, _, err := svc.CreateQueue(context.Background(), fmt.Sprintf("contract-%d", n), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return azqtest.Fixture{Queue: q, Clock: mock}
+		return queuetest.Fixture{Queue: q, Clock: mock}
 	})
 }
 
@@ -50,13 +50,13 @@ func TestDurableQueueContract(t *testing.T) {
 		}
 	})
 	n := 0
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
 		n++
 		q, _, err := svc.CreateQueue(context.Background(), fmt.Sprintf("durable-%d", n), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return azqtest.Fixture{Queue: q, Clock: mock}
+		return queuetest.Fixture{Queue: q, Clock: mock}
 	})
 }
 
@@ -66,19 +66,19 @@ func TestNamedQueueContract(t *testing.T) {
 	svc := azq.NewService(azq.WithClock(mock))
 	t.Cleanup(func() { svc.Close() })
 	n := 0
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
 		n++
 		name := fmt.Sprintf("named-%d", n)
 		if _, _, err := svc.CreateQueue(context.Background(), name, nil); err != nil {
 			t.Fatal(err)
 		}
-		return azqtest.Fixture{Queue: svc.Named(name), Clock: mock}
+		return queuetest.Fixture{Queue: svc.Named(name), Clock: mock}
 	})
 }
 
 // A Service keeps the service contract, in memory on a mock clock.
 func TestServiceContract(t *testing.T) {
-	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+	queuetest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
 		svc := azq.NewService(azq.WithClock(clock.NewMock()))
 		t.Cleanup(func() { svc.Close() })
 		return svc
@@ -88,7 +88,7 @@ func TestServiceContract(t *testing.T) {
 // So does a durable Service, every change synced to disk before it
 // returns.
 func TestDurableServiceContract(t *testing.T) {
-	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+	queuetest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
 		svc, err := azq.Open(t.TempDir(), azq.WithClock(clock.NewMock()))
 		if err != nil {
 			t.Fatal(err)

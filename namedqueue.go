@@ -2,6 +2,7 @@ package azq
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -25,6 +26,7 @@ type NamedQueue struct {
 
 var (
 	_ QueueRef     = NamedQueue{}
+	_ QueueOpener  = NamedQueue{}
 	_ QueueService = (*Service)(nil)
 )
 
@@ -50,6 +52,27 @@ func (n NamedQueue) Service() *Service { return n.svc }
 
 // Clock returns the clock of the Service's queues.
 func (n NamedQueue) Clock() clock.Clock { return n.svc.Clock() }
+
+// OpenQueue returns the queue name of the same Service, creating it if it
+// does not exist (an existing queue is opened whatever its metadata), as a
+// NamedQueue: the QueueOpener through which package worker opens the
+// poison queue of a source in the source's Service.
+func (n NamedQueue) OpenQueue(ctx context.Context, name string) (MessageQueue, error) {
+	return n.svc.openQueue(ctx, name)
+}
+
+// openQueue is OpenQueue of the Service's queues: the queue name, created
+// if it does not exist, followed by its name.
+func (s *Service) openQueue(ctx context.Context, name string) (MessageQueue, error) {
+	r, err := s.Ref(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.Create(ctx, nil); err != nil && !errors.Is(err, ErrQueueAlreadyExists) {
+		return nil, err
+	}
+	return r, nil
+}
 
 // Queue returns the queue the name stands for now, or ErrQueueNotFound.
 func (n NamedQueue) Queue() (*Queue, error) { return n.svc.Queue(n.name) }

@@ -76,3 +76,78 @@ func ExampleService_Named() {
 	}
 	// Output: after
 }
+
+// A queue of a Service, *Queue or NamedQueue, opens the queues of its
+// Service (azq.QueueOpener): it creates one that does not exist, opens one
+// that exists whatever its metadata, refuses an invalid name, and returns
+// a queue that follows the name. A queue made by New opens none.
+func TestOpenQueueOpensInTheService(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		opener func(svc *azq.Service, q *azq.Queue) azq.QueueOpener
+	}{
+		{"Queue", func(_ *azq.Service, q *azq.Queue) azq.QueueOpener { return q }},
+		{"NamedQueue", func(svc *azq.Service, _ *azq.Queue) azq.QueueOpener { return svc.Named("jobs") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := azq.NewService()
+			defer svc.Close()
+			q, _, err := svc.CreateQueue(ctx, "jobs", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := tc.opener(svc, q)
+			fresh, err := o.OpenQueue(ctx, "jobs-poison")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fresh.Put(ctx, "set aside", nil); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := svc.Named("jobs-poison").ApproximateCount(ctx); err != nil || n != 1 {
+				t.Fatalf("the opened queue holds %d messages in the Service, %v", n, err)
+			}
+			if _, _, err := svc.CreateQueue(ctx, "kept", map[string]string{"owner": "ops"}); err != nil {
+				t.Fatal(err)
+			}
+			kept, err := o.OpenQueue(ctx, "kept")
+			if err != nil {
+				t.Fatalf("opening a queue that has metadata: %v", err)
+			}
+			if p, err := svc.Named("kept").Properties(ctx); err != nil || p.Metadata["owner"] != "ops" {
+				t.Fatalf("the existing queue: %+v, %v", p, err)
+			}
+			// The opened queue follows its name through a new creation.
+			if err := svc.DeleteQueue(ctx, "kept"); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := svc.CreateQueue(ctx, "kept", nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kept.Put(ctx, "after", nil); err != nil {
+				t.Fatalf("Put on the opened queue after it was created again: %v", err)
+			}
+			if _, err := o.OpenQueue(ctx, "Not_A_Name"); !errors.Is(err, azq.ErrInvalidQueueName) {
+				t.Fatalf("opening an invalid name = %v", err)
+			}
+			// A queue deleted from its Service still opens queues there.
+			if err := svc.DeleteQueue(ctx, "jobs"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.OpenQueue(ctx, "after-delete"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Queue("after-delete"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Run("New", func(t *testing.T) {
+		q := azq.New()
+		defer q.Close()
+		if r, err := q.OpenQueue(ctx, "jobs-poison"); !errors.Is(err, errors.ErrUnsupported) || r != nil {
+			t.Fatalf("OpenQueue = %v, %v; want errors.ErrUnsupported", r, err)
+		}
+	})
+}

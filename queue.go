@@ -4,6 +4,8 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -84,6 +86,23 @@ func (q *Queue) Name() string { return q.name }
 // Service returns the Service that created the queue, or nil for a queue
 // made by New. A queue deleted from its Service still reports it.
 func (q *Queue) Service() *Service { return q.svc }
+
+// errOpensNoQueues is what OpenQueue answers for a queue made by New.
+var errOpensNoQueues = fmt.Errorf("azq: a queue made by New belongs to no Service and opens no other queue: %w", errors.ErrUnsupported)
+
+// OpenQueue returns the queue name of the queue's Service, creating it if
+// it does not exist (an existing queue is opened whatever its metadata),
+// as the Service's NamedQueue: the QueueOpener through which package
+// worker opens a source's poison queue in the source's Service. A queue
+// deleted from its Service still opens queues there. A queue made by New
+// belongs to no Service and opens none: its OpenQueue answers an error
+// that matches errors.ErrUnsupported, and creates nothing.
+func (q *Queue) OpenQueue(ctx context.Context, name string) (MessageQueue, error) {
+	if q.svc == nil {
+		return nil, errOpensNoQueues
+	}
+	return q.svc.openQueue(ctx, name)
+}
 
 // Limits returns the limits the queue enforces.
 func (q *Queue) Limits() Limits { return q.limits }

@@ -1,6 +1,5 @@
 // Package azqtest is for testing code that uses Azure Queue Storage,
-// through the Azure SDK for Go, package azure or azq's queue contract, and
-// for testing back ends of that contract.
+// through the Azure SDK for Go, package azure or azq's queue contract.
 //
 // # A server for each test
 //
@@ -29,7 +28,9 @@
 // # Bad days
 //
 // Server.Faults takes fault rules (package faults) and a throttle, and
-// Server.Metrics counts what the server answered. Over the in-process
+// Server.SetObserve hears of what the server answered (a
+// metrics.Recorder's Observe counts it; this package links no metrics
+// stack of its own). Over the in-process
 // transport the faults reach the client as over TCP: a closed connection
 // is io.EOF, a reset one a *net.OpError of syscall.ECONNRESET, an answer
 // cut short io.ErrUnexpectedEOF from its body, so the SDK's retry policy
@@ -65,35 +66,7 @@
 //
 // # Contract suites
 //
-// RunQueueTests checks that a back end keeps the semantics of Azure Queue
-// Storage that a client can observe (pop receipts, visibility, dequeue
-// counts, time-to-live, Peek, Clear, limits and their error codes). This
-// repository runs it against the in-memory azq.Queue, against
-// package azure talking to azq's REST server, and, when
-// AZQ_TEST_AZURE_CONNECTION_STRING names a storage account, against Azure
-// itself; a new back end runs it the same way:
-//
-//	func TestContract(t *testing.T) {
-//		azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
-//			mock := clock.NewMock()
-//			return azqtest.Fixture{Queue: azq.New(azq.WithClock(mock)), Clock: mock}
-//		})
-//	}
-//
-// RunServiceTests checks the service contract, azq.QueueService, the same
-// way: creation (created, not created, QueueAlreadyExists), deletion, a
-// QueueRef following its queue through both, listing by prefix in pages,
-// metadata and stored access policies with their limits, and the queue
-// contract on a QueueRef. It runs against the in-memory and durable
-// *azq.Service and package azure's Service over azq's REST server (and
-// Azure itself, as above); a back end of its own, such as one on
-// PostgreSQL, runs it with a function that makes a service per subtest:
-//
-//	func TestServiceContract(t *testing.T) {
-//		azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
-//			svc := azq.NewService(azq.WithClock(clock.NewMock()))
-//			t.Cleanup(func() { svc.Close() })
-//			return svc
-//		})
-//	}
+// The suites that check a back end of azq's contracts are package
+// queuetest's (queuetest.RunQueueTests, RunServiceTests, RunWorkerTests),
+// which a back end's author imports without this package's Azure SDK.
 package azqtest

@@ -14,7 +14,7 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
-	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 	"github.com/google/uuid"
 )
@@ -44,7 +44,7 @@ type FaultyQueue struct {
 	inj     *faults.Injector
 	account string
 	queue   string
-	observe func(metrics.Observation)
+	observe func(observe.Observation)
 }
 
 var _ azq.MessageQueue = (*FaultyQueue)(nil)
@@ -59,7 +59,7 @@ type FaultyOptions struct {
 	Queue string
 	// Observe, if set, hears of every call as server.Options.Observe
 	// hears of every request; a metrics.Recorder's Observe counts them.
-	Observe func(metrics.Observation)
+	Observe func(observe.Observation)
 }
 
 // NewFaultyQueue wraps q: every call meets what in decides.
@@ -85,12 +85,12 @@ func (f *FaultyQueue) Unwrap() azq.MessageQueue { return f.q }
 func (f *FaultyQueue) call(ctx context.Context, op, method string, n, status int, run func() error) error {
 	start := time.Now()
 	d := f.inj.Decide(faults.Request{Operation: op, Account: f.account, Queue: f.queue, Messages: n})
-	o := metrics.Observation{Account: f.account, Queue: f.queue, Operation: op, Fault: d.Rule}
+	o := observe.Observation{Account: f.account, Queue: f.queue, Operation: op, Fault: d.Rule}
 	var err error
 	switch {
 	case faults.Sleep(ctx, d.Delay) != nil:
 		err = ctx.Err()
-		o.Outcome = metrics.NetworkError
+		o.Outcome = observe.NetworkError
 	case !d.Fails():
 		err = run()
 		o.Status, o.ErrorCode, o.Outcome = outcome(err, status)
@@ -102,7 +102,7 @@ func (f *FaultyQueue) call(ctx context.Context, op, method string, n, status int
 		if d.Error != nil {
 			o.Status, o.ErrorCode = d.Error.StatusCode, string(d.Error.Code)
 		}
-		o.Outcome = metrics.OutcomeOf(o.Status, o.ErrorCode, d.Network != "")
+		o.Outcome = observe.OutcomeOf(o.Status, o.ErrorCode, d.Network != "")
 	}
 	if f.observe != nil {
 		o.Duration = time.Since(start)
@@ -112,15 +112,15 @@ func (f *FaultyQueue) call(ctx context.Context, op, method string, n, status int
 }
 
 // outcome sorts the wrapped queue's result.
-func outcome(err error, status int) (int, string, metrics.Outcome) {
+func outcome(err error, status int) (int, string, observe.Outcome) {
 	if err == nil {
-		return status, "", metrics.Success
+		return status, "", observe.Success
 	}
 	var e *azq.Error
 	if errors.As(err, &e) {
-		return e.StatusCode, string(e.Code), metrics.OutcomeOf(e.StatusCode, string(e.Code), false)
+		return e.StatusCode, string(e.Code), observe.OutcomeOf(e.StatusCode, string(e.Code), false)
 	}
-	return 0, "", metrics.NetworkError
+	return 0, "", observe.NetworkError
 }
 
 // failure is the error the fault d makes a call of method return.

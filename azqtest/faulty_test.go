@@ -19,6 +19,7 @@ import (
 	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/benbjohnson/clock"
 )
 
@@ -167,8 +168,8 @@ func TestFaultyQueueApplied(t *testing.T) {
 		t.Fatalf("hits %+v", inj.Status().Rules)
 	}
 	s := rec.Snapshot()
-	if s.Count("PutMessage", metrics.ServerError) != 1 || s.Count("PutMessage", metrics.Success) != 1 ||
-		s.Count("DeleteMessage", metrics.NetworkError) != 1 || s.Count("DeleteMessage", metrics.ClientError) != 1 ||
+	if s.Count("PutMessage", observe.ServerError) != 1 || s.Count("PutMessage", observe.Success) != 1 ||
+		s.Count("DeleteMessage", observe.NetworkError) != 1 || s.Count("DeleteMessage", observe.ClientError) != 1 ||
 		s.MessagesPut[0].Count != 2 || s.MessagesDeleted[0].Count != 1 {
 		t.Fatalf("recorded %+v", s)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/faults"
-	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/server"
 	"github.com/azqlib/azq/server/admin"
 	"github.com/benbjohnson/clock"
@@ -26,8 +25,9 @@ import (
 // fields below: read and move Clock (GET /_azq/clock, POST
 // /_azq/clock/advance?by=, POST /_azq/clock/set?to=), list, add and
 // remove the rules of Faults (GET, POST and DELETE /_azq/faults), delete
-// every queue (POST /_azq/reset), read Metrics (GET /_azq/metrics) and the
-// health check (GET /_azq/health). As in azqd, they answer clients on
+// every queue (POST /_azq/reset) and read the health check (GET
+// /_azq/health); /_azq/metrics is not served, as the package links no
+// metrics stack (see SetObserve). As in azqd, they answer clients on
 // this machine only, for a Host that names it (an IP address, localhost,
 // or InProcessURL's), and refuse a state-changing request from another
 // site's page.
@@ -59,13 +59,10 @@ type Server struct {
 	// It starts with no rules and no throttle; add some to make the
 	// server have a bad day.
 	Faults *faults.Injector
-	// Metrics counts the requests the server answers, its queues and the
-	// faults' hits; Metrics.Snapshot reads the counts,
-	// Metrics.WritePrometheus the Prometheus text azqd serves at /metrics.
-	Metrics *metrics.Recorder
 
 	hs        *httptest.Server // nil: in process only
 	transport *Transport
+	observers *observers // what SetObserve set
 	close     sync.Once
 }
 
@@ -114,21 +111,16 @@ func newServer(t testing.TB, listen bool) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := metrics.NewRecorder()
+	obs := new(observers)
 	log := testLogger(t)
-	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: rec.Observe, Logger: log})
-	rec.WatchService(acct.Name, h.Service(acct.Name))
-	rec.WatchFaults(inj)
+	h := server.New(server.Options{Accounts: []server.Account{acct}, Clock: mock, Faults: inj, Observe: obs.observe, Logger: log})
 	// The in-process URL's host is under .invalid, which no resolver
 	// resolves: no page can be served under it.
 	guard := admin.NewGuard(admin.GuardOptions{Hosts: []string{inProcessHost}})
 	root := admin.New(admin.Options{
-		Clock:  admin.NewClock(mock, nil),
-		Reset:  h.Reset,
-		Faults: inj,
-		// The metrics name the queues and their depths: guarded, as
-		// azqd's are on loopback.
-		Metrics: guard.Wrap(rec.Handler()),
+		Clock:   admin.NewClock(mock, nil),
+		Reset:   h.Reset,
+		Faults:  inj,
 		Version: azq.Version,
 		Guard:   guard,
 	}).Mount(h)
@@ -139,7 +131,7 @@ func newServer(t testing.TB, listen bool) *Server {
 		Service:   h.Service(acct.Name),
 		Handler:   h,
 		Faults:    inj,
-		Metrics:   rec,
+		observers: obs,
 		transport: NewTransport(root),
 	}
 	if listen {

@@ -10,6 +10,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/azure"
+	"github.com/azqlib/azq/queuetest"
 )
 
 // The adapter keeps the queue contract against azq's REST server over
@@ -20,15 +21,15 @@ func TestContractAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
-		return azqtest.Fixture{Queue: createQueue(t, svc), Clock: srv.Clock}
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
+		return queuetest.Fixture{Queue: createQueue(t, svc), Clock: srv.Clock}
 	})
 }
 
 // The Service keeps the service contract against azq's REST server, a
 // server per subtest, on the server's mock clock.
 func TestServiceContractAgainstServer(t *testing.T) {
-	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+	queuetest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
 		srv := azqtest.NewServer(t)
 		svc, err := azure.NewServiceFromConnectionString(srv.ConnectionString, &azure.Options{Clock: srv.Clock})
 		if err != nil {
@@ -48,7 +49,7 @@ func TestServiceContractAgainstAzure(t *testing.T) {
 	if conn == "" {
 		t.Skip(azureConnectionStringEnv + " is not set")
 	}
-	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+	queuetest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
 		svc, err := azure.NewServiceFromConnectionString(conn, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -74,8 +75,8 @@ func TestContractAgainstAzure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
-		return azqtest.Fixture{Queue: createQueue(t, svc)}
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
+		return queuetest.Fixture{Queue: createQueue(t, svc)}
 	})
 }
 

@@ -12,13 +12,14 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 )
 
 // BenchmarkObserve is the cost of counting one answered request, the
 // work server.Options.Observe adds to each.
 func BenchmarkObserve(b *testing.B) {
 	r := metrics.NewRecorder()
-	o := metrics.Observation{Account: "devstoreaccount1", Queue: "orders", Operation: "PutMessage", Status: 201, Outcome: metrics.Success, Duration: 300 * time.Microsecond}
+	o := observe.Observation{Account: "devstoreaccount1", Queue: "orders", Operation: "PutMessage", Status: 201, Outcome: observe.Success, Duration: 300 * time.Microsecond}
 	b.ReportAllocs()
 	for range b.N {
 		r.Observe(o)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -29,7 +30,7 @@ func ExampleRecorder() {
 	h.ServeHTTP(httptest.NewRecorder(), req)
 
 	snap := rec.Snapshot()
-	fmt.Println(snap.Count("CreateQueue", metrics.Success))
+	fmt.Println(snap.Count("CreateQueue", observe.Success))
 	var text strings.Builder
 	rec.WritePrometheus(context.Background(), &text)
 	fmt.Println(strings.Contains(text.String(), `azq_queue_messages{account="devstoreaccount1",queue="orders"} 0`))
@@ -44,7 +45,7 @@ func ExampleRecorder_Collect() {
 	rec := metrics.NewRecorder()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(rec)
-	rec.Observe(metrics.Observation{Account: "acct", Operation: "ListQueues", Status: 200, Outcome: metrics.Success})
+	rec.Observe(observe.Observation{Account: "acct", Operation: "ListQueues", Status: 200, Outcome: observe.Success})
 	fams, _ := reg.Gather()
 	for _, f := range fams {
 		if f.GetName() == "azq_requests_total" {

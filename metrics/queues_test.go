@@ -13,6 +13,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 	"github.com/benbjohnson/clock"
 )
@@ -40,8 +41,8 @@ func TestDeletedQueuesLeaveNoSeries(t *testing.T) {
 	if _, _, err := svc.CreateQueue(ctx, "kept", nil); err != nil {
 		t.Fatal(err)
 	}
-	ok := func(op, queue string) metrics.Observation {
-		return metrics.Observation{Account: "acct", Queue: queue, Operation: op, Status: 201, Outcome: metrics.Success}
+	ok := func(op, queue string) observe.Observation {
+		return observe.Observation{Account: "acct", Queue: queue, Operation: op, Status: 201, Outcome: observe.Success}
 	}
 	r.Observe(ok("PutMessage", "kept"))
 	// Every operation has been seen once, so that only per-queue series
@@ -199,7 +200,7 @@ func TestScrapeOfAnyBackEnd(t *testing.T) {
 // OpenMetrics to a scraper that asks for it.
 func TestHandlerNegotiates(t *testing.T) {
 	r := metrics.NewRecorder()
-	r.Observe(metrics.Observation{Account: "a", Operation: "ListQueues", Status: 200, Outcome: metrics.Success})
+	r.Observe(observe.Observation{Account: "a", Operation: "ListQueues", Status: 200, Outcome: observe.Success})
 	w := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")

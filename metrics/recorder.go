@@ -9,6 +9,7 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/observe"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -46,7 +47,7 @@ type Recorder struct {
 
 type requestKey struct {
 	account, operation string
-	outcome            Outcome
+	outcome            observe.Outcome
 }
 
 type watchedService struct {
@@ -141,13 +142,13 @@ func (r *Recorder) watched() ([]watchedService, []*faults.Injector) {
 // that took effect, a message put or deleted. A Delete Queue that took
 // effect removes the queue's series of messages put and deleted: a
 // client that creates and deletes queue names does not grow the metrics.
-func (r *Recorder) Observe(o Observation) {
+func (r *Recorder) Observe(o observe.Observation) {
 	if o.Operation == "" {
 		o.Operation = "UnknownOperation"
 	}
 	account, queue := labelValue(o.Account), labelValue(o.Queue)
 	op := labelValue(o.Operation)
-	requests, latency := r.series(requestKey{account, op, Outcome(labelValue(string(o.Outcome)))})
+	requests, latency := r.series(requestKey{account, op, observe.Outcome(labelValue(string(o.Outcome)))})
 	requests.Inc()
 	latency.Observe(o.Duration.Seconds())
 	if o.TookEffect() && queue != "" {
@@ -212,7 +213,7 @@ var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 // outcome.
 type RequestCount struct {
 	Account, Operation string
-	Outcome            Outcome
+	Outcome            observe.Outcome
 	Count              int64
 }
 
@@ -231,7 +232,7 @@ type Snapshot struct {
 
 // Count sums the requests of operation op (all operations if empty)
 // with outcome out (all outcomes if empty), over every account.
-func (s *Snapshot) Count(op string, out Outcome) int64 {
+func (s *Snapshot) Count(op string, out observe.Outcome) int64 {
 	var n int64
 	for _, c := range s.Requests {
 		if (op == "" || c.Operation == op) && (out == "" || c.Outcome == out) {
@@ -252,7 +253,7 @@ func (r *Recorder) Snapshot() Snapshot {
 			n := int64(m.GetCounter().GetValue())
 			switch f.GetName() {
 			case "azq_requests_total":
-				s.Requests = append(s.Requests, RequestCount{l["account"], l["operation"], Outcome(l["outcome"]), n})
+				s.Requests = append(s.Requests, RequestCount{l["account"], l["operation"], observe.Outcome(l["outcome"]), n})
 			case "azq_messages_put_total":
 				s.MessagesPut = append(s.MessagesPut, QueueCount{l["account"], l["queue"], n})
 			case "azq_messages_deleted_total":

@@ -14,6 +14,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/benbjohnson/clock"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -99,15 +100,15 @@ func TestPrometheusExposition(t *testing.T) {
 	r := metrics.NewRecorder()
 	r.WatchService("acct", svc)
 	r.WatchFaults(inj)
-	obs := []metrics.Observation{
-		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 201, Outcome: metrics.Success, Duration: 300 * time.Microsecond},
-		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 201, Outcome: metrics.Success, Duration: 2 * time.Millisecond},
-		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 500, ErrorCode: "InternalError", Outcome: metrics.ServerError, Applied: true, Duration: 20 * time.Second},
-		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 503, ErrorCode: "ServerBusy", Outcome: metrics.ThrottlingError},
-		{Account: "acct", Queue: "orders", Operation: "DeleteMessage", Status: 204, Outcome: metrics.Success},
-		{Account: "acct", Queue: "orders", Operation: "DeleteMessage", Outcome: metrics.NetworkError},
-		{Account: "acct", Queue: `we"ird\` + "\n", Operation: "GetMessages", Status: 400, Outcome: metrics.ClientError},
-		{Status: 404, Outcome: metrics.ClientError},
+	obs := []observe.Observation{
+		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 201, Outcome: observe.Success, Duration: 300 * time.Microsecond},
+		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 201, Outcome: observe.Success, Duration: 2 * time.Millisecond},
+		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 500, ErrorCode: "InternalError", Outcome: observe.ServerError, Applied: true, Duration: 20 * time.Second},
+		{Account: "acct", Queue: "orders", Operation: "PutMessage", Status: 503, ErrorCode: "ServerBusy", Outcome: observe.ThrottlingError},
+		{Account: "acct", Queue: "orders", Operation: "DeleteMessage", Status: 204, Outcome: observe.Success},
+		{Account: "acct", Queue: "orders", Operation: "DeleteMessage", Outcome: observe.NetworkError},
+		{Account: "acct", Queue: `we"ird\` + "\n", Operation: "GetMessages", Status: 400, Outcome: observe.ClientError},
+		{Status: 404, Outcome: observe.ClientError},
 	}
 	for _, o := range obs {
 		r.Observe(o)
@@ -169,7 +170,7 @@ func TestPrometheusExposition(t *testing.T) {
 
 func TestHandler(t *testing.T) {
 	r := metrics.NewRecorder()
-	r.Observe(metrics.Observation{Account: "a", Operation: "ListQueues", Status: 200, Outcome: metrics.Success})
+	r.Observe(observe.Observation{Account: "a", Operation: "ListQueues", Status: 200, Outcome: observe.Success})
 	w := httptest.NewRecorder()
 	r.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	if w.Code != 200 || w.Header().Get("Content-Type") != metrics.ContentType {
@@ -186,11 +187,11 @@ func TestHandler(t *testing.T) {
 func TestSnapshotCounts(t *testing.T) {
 	r := metrics.NewRecorder()
 	for i := 0; i < 3; i++ {
-		r.Observe(metrics.Observation{Account: "a", Queue: "q", Operation: "PutMessage", Status: 201, Outcome: metrics.Success})
+		r.Observe(observe.Observation{Account: "a", Queue: "q", Operation: "PutMessage", Status: 201, Outcome: observe.Success})
 	}
-	r.Observe(metrics.Observation{Account: "b", Queue: "q", Operation: "PutMessage", Status: 503, Outcome: metrics.ThrottlingError})
+	r.Observe(observe.Observation{Account: "b", Queue: "q", Operation: "PutMessage", Status: 503, Outcome: observe.ThrottlingError})
 	s := r.Snapshot()
-	if s.Count("PutMessage", "") != 4 || s.Count("", metrics.Success) != 3 || s.Count("PutMessage", metrics.ThrottlingError) != 1 {
+	if s.Count("PutMessage", "") != 4 || s.Count("", observe.Success) != 3 || s.Count("PutMessage", observe.ThrottlingError) != 1 {
 		t.Fatalf("%+v", s)
 	}
 	if len(s.MessagesPut) != 1 || s.MessagesPut[0] != (metrics.QueueCount{Account: "a", Queue: "q", Count: 3}) {
@@ -202,13 +203,13 @@ func TestSnapshotCounts(t *testing.T) {
 // operation, then outcome; queues by account, then queue.
 func TestSnapshotOrder(t *testing.T) {
 	r := metrics.NewRecorder()
-	for _, o := range []metrics.Observation{
-		{Account: "b", Queue: "q", Operation: "PutMessage", Outcome: metrics.Success},
-		{Account: "a", Queue: "z", Operation: "PutMessage", Outcome: metrics.Success},
-		{Account: "a", Queue: "q", Operation: "PutMessage", Outcome: metrics.ServerError},
-		{Account: "a", Queue: "q", Operation: "DeleteMessage", Outcome: metrics.Success},
-		{Account: "a", Queue: "q", Operation: "PutMessage", Outcome: metrics.ClientError},
-		{Account: "ab", Queue: "q", Operation: "ClearMessages", Outcome: metrics.Success},
+	for _, o := range []observe.Observation{
+		{Account: "b", Queue: "q", Operation: "PutMessage", Outcome: observe.Success},
+		{Account: "a", Queue: "z", Operation: "PutMessage", Outcome: observe.Success},
+		{Account: "a", Queue: "q", Operation: "PutMessage", Outcome: observe.ServerError},
+		{Account: "a", Queue: "q", Operation: "DeleteMessage", Outcome: observe.Success},
+		{Account: "a", Queue: "q", Operation: "PutMessage", Outcome: observe.ClientError},
+		{Account: "ab", Queue: "q", Operation: "ClearMessages", Outcome: observe.Success},
 	} {
 		r.Observe(o)
 	}
@@ -234,28 +235,6 @@ func TestSnapshotOrder(t *testing.T) {
 	}
 	if want := []string{"a/z", "b/q"}; !slices.Equal(got, want) {
 		t.Errorf("queues in the order %q, want %q", got, want)
-	}
-}
-
-func TestOutcomeOf(t *testing.T) {
-	for _, tc := range []struct {
-		status  int
-		code    string
-		network bool
-		want    metrics.Outcome
-	}{
-		{200, "", false, metrics.Success},
-		{204, "", false, metrics.Success},
-		{404, "MessageNotFound", false, metrics.ClientError},
-		{503, "ServerBusy", false, metrics.ThrottlingError},
-		{429, "", false, metrics.ThrottlingError},
-		{500, "OperationTimedOut", false, metrics.ServerError},
-		{503, "SomethingElse", false, metrics.ServerError},
-		{200, "", true, metrics.NetworkError},
-	} {
-		if got := metrics.OutcomeOf(tc.status, tc.code, tc.network); got != tc.want {
-			t.Errorf("OutcomeOf(%d, %q, %v) = %s, want %s", tc.status, tc.code, tc.network, got, tc.want)
-		}
 	}
 }
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/internal/longrun"
 	"github.com/azqlib/azq/postgres"
 	"github.com/azqlib/azq/postgres/pgtest"
+	"github.com/azqlib/azq/queuetest"
 	"github.com/benbjohnson/clock"
 )
 
@@ -64,16 +64,16 @@ var queueNumber atomic.Int64
 func TestContract(t *testing.T) {
 	t.Parallel()
 	s, mock := openMock(t)
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
-		return azqtest.Fixture{Queue: newQueue(t, s), Clock: mock}
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
+		return queuetest.Fixture{Queue: newQueue(t, s), Clock: mock}
 	})
 }
 
 // The service contract on PostgreSQL, with a mock clock: every subtest of
-// azqtest's service suite, each on a schema of its own.
+// queuetest's service suite, each on a schema of its own.
 func TestServiceContract(t *testing.T) {
 	t.Parallel()
-	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+	queuetest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
 		s, _ := openMock(t)
 		return s
 	})
@@ -85,7 +85,7 @@ func TestContractDatabaseClock(t *testing.T) {
 	t.Parallel()
 	longrun.Skip(t)
 	s := open(t, postgres.Options{})
-	azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
-		return azqtest.Fixture{Queue: newQueue(t, s)}
+	queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
+		return queuetest.Fixture{Queue: newQueue(t, s)}
 	})
 }

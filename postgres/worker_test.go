@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq/internal/longrun"
-	"github.com/azqlib/azq/internal/workertest"
+	"github.com/azqlib/azq/queuetest"
 )
 
 // Package worker's promises on PostgreSQL, through the service contract:
@@ -18,8 +18,8 @@ func TestWorker(t *testing.T) {
 	if longrun.Enabled() {
 		runs = 100
 	}
-	workertest.Run(t, func(t *testing.T) workertest.Fixture {
+	queuetest.RunWorkerTests(t, func(t *testing.T) queuetest.WorkerFixture {
 		s, mock := openMock(t)
-		return workertest.Fixture{Service: s, Clock: mock}
-	}, workertest.Options{Runs: runs})
+		return queuetest.WorkerFixture{Service: s, Clock: mock}
+	}, queuetest.WorkerOptions{Runs: runs})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/faults"
+	"github.com/azqlib/azq/queuetest"
 	"github.com/azqlib/azq/server"
 )
 
@@ -53,7 +54,7 @@ func newFront(t *testing.T) *front {
 // has no AppendGet, passes the whole suite, its errors keeping Azure's
 // codes and statuses on the way through.
 func TestServiceContractOnAnotherBackEnd(t *testing.T) {
-	azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService { return newFront(t).client })
+	queuetest.RunServiceTests(t, func(t *testing.T) azq.QueueService { return newFront(t).client })
 }
 
 // Service gives the *azq.Service of an account only when that is its back

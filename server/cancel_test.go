@@ -13,6 +13,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 )
 
@@ -54,7 +55,7 @@ func TestClientHangUpIsNotAServerError(t *testing.T) {
 	}
 	backEnd := slowBackEnd{svc, make(chan struct{}, 1)}
 	var logs syncBuffer
-	observed := make(chan metrics.Observation, 1)
+	observed := make(chan observe.Observation, 1)
 	rec := metrics.NewRecorder()
 	acct := server.DevelopmentAccount()
 	h := server.New(server.Options{
@@ -62,7 +63,7 @@ func TestClientHangUpIsNotAServerError(t *testing.T) {
 		Services:       map[string]azq.QueueService{acct.Name: backEnd},
 		AllowAnonymous: true,
 		Logger:         slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Observe: func(o metrics.Observation) {
+		Observe: func(o observe.Observation) {
 			rec.Observe(o)
 			observed <- o
 		},
@@ -83,17 +84,17 @@ func TestClientHangUpIsNotAServerError(t *testing.T) {
 		t.Fatal("the Put never reached the back end")
 	}
 	conn.Close()
-	var o metrics.Observation
+	var o observe.Observation
 	select {
 	case o = <-observed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request was never observed")
 	}
-	if o.Outcome != metrics.NetworkError || o.Status != 0 {
+	if o.Outcome != observe.NetworkError || o.Status != 0 {
 		t.Errorf("observed %+v, want outcome network_error and no status", o)
 	}
 	s := rec.Snapshot()
-	if n := s.Count("", metrics.ServerError); n != 0 {
+	if n := s.Count("", observe.ServerError); n != 0 {
 		t.Errorf("%d server errors counted", n)
 	}
 	log := logs.String()
@@ -113,12 +114,12 @@ func TestClientHangUpDuringFaultDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	observed := make(chan metrics.Observation, 1)
+	observed := make(chan observe.Observation, 1)
 	h := server.New(server.Options{
 		AllowAnonymous: true,
 		Faults:         inj,
 		Logger:         slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Observe:        func(o metrics.Observation) { observed <- o },
+		Observe:        func(o observe.Observation) { observed <- o },
 	})
 	hs := httptest.NewServer(h)
 	defer hs.Close()
@@ -138,7 +139,7 @@ func TestClientHangUpDuringFaultDelay(t *testing.T) {
 	conn.Close()
 	select {
 	case o := <-observed:
-		if o.Outcome != metrics.NetworkError {
+		if o.Outcome != observe.NetworkError {
 			t.Errorf("observed %+v, want outcome network_error", o)
 		}
 	case <-time.After(10 * time.Second):

@@ -10,7 +10,7 @@ import (
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
-	azqmetrics "github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 )
 
 // This file holds the server's side of fault injection and observation:
@@ -210,7 +210,7 @@ func (q *request) droppedConnection() bool { return q.fault != nil && q.fault.ne
 
 // observe tells Options.Observe about the answered request.
 func (q *request) observe(took time.Duration, aborted bool) {
-	o := azqmetrics.Observation{
+	o := observe.Observation{
 		Operation: q.op.String(),
 		Status:    q.status,
 		ErrorCode: q.errCode,
@@ -225,6 +225,6 @@ func (q *request) observe(took time.Duration, aborted bool) {
 			o.Queue = q.queue
 		}
 	}
-	o.Outcome = azqmetrics.OutcomeOf(q.status, q.errCode, aborted || q.canceled || q.droppedConnection())
+	o.Outcome = observe.OutcomeOf(q.status, q.errCode, aborted || q.canceled || q.droppedConnection())
 	q.s.observe(o)
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq/faults"
-	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 	"github.com/benbjohnson/clock"
 )
@@ -17,7 +17,7 @@ import (
 // the mock clock inj reads, and records what Observe is told. seen(n)
 // waits for n observations (a request's observation may come after its
 // client saw the connection fail) and returns all there are.
-func newInjectedRaw(t *testing.T, throttle *faults.Throttle, rules ...faults.Rule) (*rawEnv, *faults.Injector, *clock.Mock, func(n int) []metrics.Observation) {
+func newInjectedRaw(t *testing.T, throttle *faults.Throttle, rules ...faults.Rule) (*rawEnv, *faults.Injector, *clock.Mock, func(n int) []observe.Observation) {
 	t.Helper()
 	mock := clock.NewMock()
 	mock.Set(start())
@@ -26,9 +26,9 @@ func newInjectedRaw(t *testing.T, throttle *faults.Throttle, rules ...faults.Rul
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var obs []metrics.Observation
+	var obs []observe.Observation
 	more := make(chan struct{}, 1)
-	e := newRawEnv(t, server.Options{Clock: mock, Faults: inj, Observe: func(o metrics.Observation) {
+	e := newRawEnv(t, server.Options{Clock: mock, Faults: inj, Observe: func(o observe.Observation) {
 		mu.Lock()
 		obs = append(obs, o)
 		mu.Unlock()
@@ -37,12 +37,12 @@ func newInjectedRaw(t *testing.T, throttle *faults.Throttle, rules ...faults.Rul
 		default:
 		}
 	}})
-	seen := func(n int) []metrics.Observation {
+	seen := func(n int) []observe.Observation {
 		t.Helper()
 		deadline := time.After(10 * time.Second)
 		for {
 			mu.Lock()
-			got := append([]metrics.Observation(nil), obs...)
+			got := append([]observe.Observation(nil), obs...)
 			mu.Unlock()
 			if len(got) >= n {
 				return got
@@ -107,7 +107,7 @@ func TestInjectedNetworkFailures(t *testing.T) {
 				t.Fatal("the request got a whole answer")
 			}
 			obs := seen(1)
-			if len(obs) != 1 || obs[0].Outcome != metrics.NetworkError || obs[0].Operation != "CreateQueue" || obs[0].Fault != "net" ||
+			if len(obs) != 1 || obs[0].Outcome != observe.NetworkError || obs[0].Operation != "CreateQueue" || obs[0].Fault != "net" ||
 				obs[0].Applied != (nw == faults.NetworkTruncate) {
 				t.Fatalf("observations %+v", obs)
 			}
@@ -154,7 +154,7 @@ func TestThrottleOverREST(t *testing.T) {
 	}
 	throttled := 0
 	for _, o := range seen(11) {
-		if o.Outcome == metrics.ThrottlingError && o.Fault == faults.ThrottleRule {
+		if o.Outcome == observe.ThrottlingError && o.Fault == faults.ThrottleRule {
 			throttled++
 		}
 	}
@@ -198,7 +198,7 @@ func TestObserveReportsEachRequest(t *testing.T) {
 	type row struct {
 		op, acct, queue string
 		status          int
-		outcome         metrics.Outcome
+		outcome         observe.Outcome
 		applied         bool
 	}
 	var got []row
@@ -206,11 +206,11 @@ func TestObserveReportsEachRequest(t *testing.T) {
 		got = append(got, row{o.Operation, o.Account, o.Queue, o.Status, o.Outcome, o.Applied})
 	}
 	want := []row{
-		{"CreateQueue", "devstoreaccount1", "obs", 201, metrics.Success, false},
-		{"PutMessage", "devstoreaccount1", "obs", 500, metrics.ServerError, true},
-		{"PutMessage", "devstoreaccount1", "obs", 201, metrics.Success, false},
-		{"GetMessages", "devstoreaccount1", "nosuch", 404, metrics.ClientError, false},
-		{"UnknownOperation", "", "", 404, metrics.ClientError, false},
+		{"CreateQueue", "devstoreaccount1", "obs", 201, observe.Success, false},
+		{"PutMessage", "devstoreaccount1", "obs", 500, observe.ServerError, true},
+		{"PutMessage", "devstoreaccount1", "obs", 201, observe.Success, false},
+		{"GetMessages", "devstoreaccount1", "nosuch", 404, observe.ClientError, false},
+		{"UnknownOperation", "", "", 404, observe.ClientError, false},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("observations %+v", got)
@@ -231,7 +231,7 @@ func TestInjectedDelay(t *testing.T) {
 	if r := e.do(t, "GET", acct+"/?comp=list", "", nil, nil); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	if o := seen(1); len(o) != 1 || o[0].Duration < 30*time.Millisecond || o[0].Outcome != metrics.Success {
+	if o := seen(1); len(o) != 1 || o[0].Duration < 30*time.Millisecond || o[0].Outcome != observe.Success {
 		t.Fatalf("observations %+v", o)
 	}
 }

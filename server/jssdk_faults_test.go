@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq/faults"
-	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 )
 
@@ -25,8 +25,8 @@ func TestJavaScriptSDKRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var puts []metrics.Observation
-	srv := server.New(server.Options{Faults: inj, Observe: func(o metrics.Observation) {
+	var puts []observe.Observation
+	srv := server.New(server.Options{Faults: inj, Observe: func(o observe.Observation) {
 		if o.Operation == "PutMessage" {
 			mu.Lock()
 			puts = append(puts, o)
@@ -48,10 +48,10 @@ func TestJavaScriptSDKRetries(t *testing.T) {
 	want := []struct {
 		queue   string
 		status  int
-		outcome metrics.Outcome
+		outcome observe.Outcome
 	}{
-		{"jsbusy", 503, metrics.ThrottlingError}, {"jsbusy", 201, metrics.Success},
-		{"jslost", 500, metrics.ServerError}, {"jslost", 201, metrics.Success},
+		{"jsbusy", 503, observe.ThrottlingError}, {"jsbusy", 201, observe.Success},
+		{"jslost", 500, observe.ServerError}, {"jslost", 201, observe.Success},
 	}
 	if len(puts) != len(want) {
 		t.Fatalf("Put Message requests %+v", puts)

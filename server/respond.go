@@ -298,7 +298,7 @@ func errorMessage(e *azq.Error) string {
 // context, which net/http cancels when the client closes the connection
 // before its answer (or the server is made to stop serving). The back end
 // gave up because nobody is waiting: it is not a server failure, and it
-// is logged and counted as the client's (metrics.NetworkError, Azure's
+// is logged and counted as the client's (observe.NetworkError, Azure's
 // NetworkError), never as 500 InternalError.
 func (q *request) clientGone(err error) bool {
 	return errors.Is(err, context.Canceled) && q.r.Context().Err() != nil

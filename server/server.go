@@ -18,7 +18,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/internal/guard"
-	azqmetrics "github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/benbjohnson/clock"
 )
 
@@ -79,7 +79,7 @@ type Options struct {
 	// with the operation, account, status, outcome and duration; package
 	// metrics counts these for Prometheus. It must be safe for
 	// concurrent use and quick: it runs on the request's goroutine.
-	Observe func(azqmetrics.Observation)
+	Observe func(observe.Observation)
 	// PathStyleOnly takes the account from the first path segment of every
 	// request, never from the host name, as Azurite's
 	// --disableProductStyleUrl does: for a host whose first label happens
@@ -133,9 +133,9 @@ type Server struct {
 
 	dateCache atomic.Pointer[cachedDate]
 
-	faults  *faults.Injector             // nil: no fault injection
-	observe func(azqmetrics.Observation) // nil: nothing observes
-	hosts   *guard.Hosts                 // Options.CheckHost's; nil: any Host
+	faults  *faults.Injector          // nil: no fault injection
+	observe func(observe.Observation) // nil: nothing observes
+	hosts   *guard.Hosts              // Options.CheckHost's; nil: any Host
 }
 
 // accountState is one served account: its credentials, its queues and the

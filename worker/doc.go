@@ -48,14 +48,15 @@
 // MaxDequeueCount (its last attempt crashed) goes to the poison queue
 // without running the handler. The poison queue is opened through
 // Options.Poison under the name PoisonQueueName gives ("<queue>-poison").
-// For a queue made by an *azq.Service, as q above, Poison defaults to
-// ServicePoison of that Service, which creates the poison queue there on
-// first use (ServicePoison takes any back end of azq's service contract,
-// azq.QueueService), and for a remote source that implements
-// azq.QueueOpener (an *azure.Queue) to OpenerPoison, which creates it in
-// the source's storage account; a queue made by azq.New has no poison queue unless Poison is
-// set, and a message out of attempts is then left invisible until its
-// lease lapses. By default the poison message is a JSON
+// For a source that implements azq.QueueOpener, Poison defaults to
+// OpenerPoison of it, which creates the poison queue next to the source on
+// first use: for a queue made by an *azq.Service, as q above, in that
+// Service; for a remote source (an *azure.Queue) in its storage account.
+// ServicePoison creates it in any back end of azq's service contract,
+// azq.QueueService, instead. A queue made by azq.New opens no queues (its
+// OpenQueue answers errors.ErrUnsupported), so it has no poison queue
+// unless Poison is set, and a message out of attempts is then left
+// invisible until its lease lapses. By default the poison message is a JSON
 // PoisonRecord holding the body and why it was set aside.
 //
 // # Concurrency and shutdown

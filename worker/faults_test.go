@@ -14,6 +14,7 @@ import (
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 )
 
 // badDay is about 10 % of every operation failing: each of three rules
@@ -178,7 +179,7 @@ func checkBadDay(t *testing.T, seed uint64) {
 	for _, c := range copies {
 		extraCopies += int64(c - 1)
 	}
-	lostPuts = s.MessagesPut[0].Count - s.Count("PutMessage", metrics.Success)
+	lostPuts = s.MessagesPut[0].Count - s.Count("PutMessage", observe.Success)
 	if extraCopies != lostPuts {
 		t.Fatalf("%d extra copies, but %d Puts lost their answers", extraCopies, lostPuts)
 	}

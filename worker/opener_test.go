@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/azqlib/azq"
@@ -80,28 +81,99 @@ func TestPoisonOpenerFails(t *testing.T) {
 	}
 }
 
-// A queue of a Service keeps ServicePoison even if it could also open
-// queues: the Service is where Functions would create the poison queue.
-func TestServiceTakesPrecedenceOverOpener(t *testing.T) {
-	e := newEnv(t)
-	type both struct {
-		*azq.Queue // made by the Service: has Service()
-		*openerQueue
+// A queue of a Service opens its poison queue in that Service through the
+// contract (azq.QueueOpener): a *Queue the Service made, a NamedQueue of
+// it, and a type that embeds either, as the worker sees only what the
+// contract shows. The poison queue is made on first use, and one that
+// exists with metadata of its own is used as it is.
+func TestServiceQueuePoisonedInItsService(t *testing.T) {
+	type wrapped struct{ *azq.Queue }
+	for _, tc := range []struct {
+		name     string
+		source   func(e *testEnv) Queue
+		existing bool // "jobs-poison" exists before, with metadata
+	}{
+		{"Queue", func(e *testEnv) Queue { return e.q }, false},
+		{"NamedQueue", func(e *testEnv) Queue { return e.svc.Named("jobs") }, false},
+		{"embedded Queue", func(e *testEnv) Queue { return wrapped{e.q} }, false},
+		{"existing poison queue", func(e *testEnv) Queue { return e.q }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.existing {
+				if _, _, err := e.svc.CreateQueue(context.Background(), "jobs-poison", map[string]string{"owner": "ops"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			orig := e.put("hopeless")
+			w := New(tc.source(e), func(ctx context.Context, d *Delivery) error { return errors.New("no") },
+				Options{MaxDequeueCount: 1, OnEvent: e.rec.on})
+			r := start(w)
+			e.rec.waitEvents(t, EventPoisoned, 1)
+			if err := r.stop(t); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := ParsePoisonRecord(onlyPoisoned(t, e.svc).Content)
+			if err != nil || rec.Content() != orig.Content || rec.MessageID != orig.ID || rec.Queue != "jobs" {
+				t.Fatalf("poison record %+v (%v)", rec, err)
+			}
+			if n := count(t, e.q); n != 0 {
+				t.Fatalf("%d messages left in the source", n)
+			}
+			if s := w.Stats(); s.Poisoned != 1 || s.Errors != 0 {
+				t.Fatalf("stats %+v", s)
+			}
+			if tc.existing {
+				if p, err := e.svc.Named("jobs-poison").Properties(context.Background()); err != nil || p.Metadata["owner"] != "ops" {
+					t.Fatalf("the existing poison queue: %+v, %v", p, err)
+				}
+			}
+		})
 	}
-	other := azq.NewService(azq.WithClock(e.mock))
-	src := both{Queue: e.q, openerQueue: &openerQueue{name: "jobs", svc: other}}
-	e.put("hopeless")
-	// Name is ambiguous in both, so the name comes from the options.
+}
+
+// A queue made by azq.New opens no queues (its OpenQueue answers
+// errors.ErrUnsupported): even when QueueName names it, it has no poison
+// queue, and a message out of attempts is left invisible, abandoned
+// without an error counted, as when Poison is nil.
+func TestNoPoisonQueueForAQueueOfNoService(t *testing.T) {
+	e := newEnv(t)
+	q := azq.New(azq.WithClock(e.mock))
+	if _, err := q.Put(context.Background(), "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.OpenQueue(context.Background(), "jobs-poison"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("OpenQueue of a queue made by New = %v, want errors.ErrUnsupported", err)
+	}
+	failWithoutPoisonQueue(t, e, q, Options{QueueName: "jobs"})
+}
+
+// An opener that answers errors.ErrUnsupported means no poison queue: it
+// is asked once, and every message out of attempts after is abandoned as
+// without one.
+func TestPoisonOpenerUnsupported(t *testing.T) {
+	e := newEnv(t)
+	src := &openerQueue{Queue: azq.New(azq.WithClock(e.mock)), name: "jobs", svc: e.svc,
+		err: fmt.Errorf("cannot: %w", errors.ErrUnsupported)}
+	for _, m := range []string{"one", "two"} {
+		if _, err := src.Put(context.Background(), m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w := New(src, func(ctx context.Context, d *Delivery) error { return errors.New("no") },
-		Options{MaxDequeueCount: 1, QueueName: "jobs", OnEvent: e.rec.on})
+		Options{MaxDequeueCount: 1, OnEvent: e.rec.on})
 	r := start(w)
-	e.rec.waitEvents(t, EventPoisoned, 1)
+	evs := e.rec.waitEvents(t, EventAbandoned, 2)
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	onlyPoisoned(t, e.svc)
-	if len(src.opened) != 0 {
-		t.Fatalf("the opener was used: %v", src.opened)
+	for _, ev := range evs {
+		if !errors.Is(ev.Err, errNoPoisonQueue) {
+			t.Fatalf("event %+v", ev)
+		}
+	}
+	if len(src.opened) != 1 || w.Stats().Errors != 0 || count(t, src.Queue) != 2 {
+		t.Fatalf("opened %v, stats %+v, %d messages", src.opened, w.Stats(), count(t, src.Queue))
 	}
 }
 

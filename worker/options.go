@@ -125,21 +125,20 @@ type Options struct {
 	// QueueName names the source queue when it has no Name method; it is
 	// used to derive the poison queue's name.
 	QueueName string
-	// Poison opens the poison queue. Default: if the source queue has a
-	// Service method that returns an *azq.Service (an *azq.Queue made by
-	// Service.CreateQueue, an azq.NamedQueue, or a type embedding one),
-	// ServicePoison of that Service, so the poison queue is created there
-	// on first use, as Functions does; else, if the source is an
-	// azq.QueueOpener (an *azure.Queue, or a QueueRef of another back end
-	// that opens queues next to it), OpenerPoison of it, which does the
-	// same in the source's storage account; otherwise none. Without a
-	// poison queue (Poison nil, as for a queue made by azq.New, or a
-	// source name that must have none; see PoisonQueueName) a message that
-	// has used up its attempts is left invisible until its lease lapses
-	// and reported as EventAbandoned, as Functions does when it cannot
-	// have a poison queue. Setting Poison when neither QueueName (nor the
-	// source's Name method) nor PoisonQueueName gives a name is an invalid
-	// option.
+	// Poison opens the poison queue. Default: if the source is an
+	// azq.QueueOpener, OpenerPoison of it, so the poison queue is created
+	// next to the source on first use, as Functions does: in its Service
+	// for an *azq.Queue made by Service.CreateQueue, an azq.NamedQueue or
+	// a type embedding one, in its storage account for an *azure.Queue,
+	// in its schema for a PostgreSQL queue; otherwise none. Without a
+	// poison queue (Poison nil, a source name that must have none, see
+	// PoisonQueueName, or an opener whose error matches
+	// errors.ErrUnsupported, as a queue made by azq.New answers) a message
+	// that has used up its attempts is left invisible until its lease
+	// lapses and reported as EventAbandoned, as Functions does when it
+	// cannot have a poison queue. Setting Poison when neither QueueName
+	// (nor the source's Name method) nor PoisonQueueName gives a name is
+	// an invalid option.
 	Poison PoisonOpener
 	// PoisonQueueName overrides the poison queue's name; by default it is
 	// PoisonQueueName(QueueName).
@@ -266,21 +265,24 @@ func newConfig(q Queue, o Options) (config, error) {
 			c.QueueName = nq.Name()
 		}
 	}
+	defaultPoison := false
 	if c.Poison == nil {
 		// As Functions creates "<queue>-poison" in the storage account
-		// of the queue, a queue that knows its Service gets its poison
-		// queue there, and a remote source that can open queues next to
-		// it gets it in its account.
-		if sq, ok := q.(interface{ Service() *azq.Service }); ok && sq.Service() != nil {
-			c.Poison = ServicePoison(sq.Service())
-		} else if o, ok := q.(azq.QueueOpener); ok {
-			c.Poison = OpenerPoison(o)
+		// of the queue, a source that opens queues next to it gets its
+		// poison queue there: a queue of an *azq.Service in that
+		// Service, a remote one in its account.
+		if o, ok := q.(azq.QueueOpener); ok {
+			c.Poison, defaultPoison = OpenerPoison(o), true
 		}
 	}
 	if c.Poison != nil {
 		switch {
 		case c.PoisonQueueName != "":
 			c.poisonName = c.PoisonQueueName
+		case c.QueueName == "" && defaultPoison:
+			// Nothing names the source (a queue made by azq.New): it
+			// has no poison queue unless the options ask for one.
+			c.Poison = nil
 		case c.QueueName == "":
 			// Poisoning was asked for, but nothing names the queue:
 			// silently keeping no poison queue would leave every

@@ -51,8 +51,9 @@ type Worker struct {
 	running  []atomic.Pointer[Delivery]
 	stopping atomic.Bool // shutdown has taken stock of running; start no handler
 
-	poisonMu sync.Mutex
-	poisonQ  Queue
+	poisonMu   sync.Mutex // guards poisonQ and poisonNone
+	poisonQ    Queue
+	poisonNone bool // Poison answered errors.ErrUnsupported: there is none
 }
 
 // New returns a worker that will run h over the messages of q with the given
@@ -408,10 +409,16 @@ func (w *Worker) poison(d *Delivery, receipt azq.PopReceipt, content, reason str
 func (w *Worker) poisonQueue() (Queue, error) {
 	w.poisonMu.Lock()
 	defer w.poisonMu.Unlock()
-	if w.poisonQ != nil || w.cfg.Poison == nil || w.cfg.poisonName == "" {
+	if w.poisonQ != nil || w.poisonNone || w.cfg.Poison == nil || w.cfg.poisonName == "" {
 		return w.poisonQ, nil
 	}
 	q, err := w.cfg.Poison(w.base, w.cfg.poisonName)
+	if errors.Is(err, errors.ErrUnsupported) {
+		// The source opens no queues (one made by azq.New): there is
+		// no poison queue, as if Poison were nil, from now on.
+		w.poisonNone = true
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("worker: opening poison queue %q: %w", w.cfg.poisonName, err)
 	}

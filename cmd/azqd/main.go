@@ -24,6 +24,7 @@ import (
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/internal/buildinfo"
 	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/server"
 	"github.com/azqlib/azq/server/admin"
 	"github.com/azqlib/azq/ui"
@@ -264,10 +265,10 @@ func listen(cfg *config) (*limitListener, refusers, error) {
 // to (nil with -metrics=false).
 func buildServer(cfg *config, b *backend, logger *slog.Logger, oauth *server.OAuthOptions, onLoopback bool) (*server.Server, *metrics.Recorder, error) {
 	var rec *metrics.Recorder
-	var observe func(metrics.Observation)
+	var observer func(observe.Observation)
 	if cfg.admin.metrics {
 		rec = metrics.NewRecorder()
-		observe = rec.Observe
+		observer = rec.Observe
 	}
 	api := server.New(server.Options{
 		Accounts:       cfg.accounts,
@@ -278,7 +279,7 @@ func buildServer(cfg *config, b *backend, logger *slog.Logger, oauth *server.OAu
 		Logger:         logger,
 		OAuth:          oauth,
 		Faults:         b.inj,
-		Observe:        observe,
+		Observe:        observer,
 		PathStyleOnly:  cfg.pathStyleOnly,
 		SaveProperties: saveProperties(cfg),
 		CheckHost:      onLoopback,

@@ -1,4 +1,4 @@
-package azqtest
+package queuetest
 
 import (
 	"context"

@@ -1,9 +1,15 @@
-package metrics
+// Package observe describes what a queue service reports of each request
+// it answers: an Observation, with the Outcome that sorts its answer as
+// Azure Monitor's ResponseType dimension does.
+//
+// azq's REST server reports one per request to server.Options.Observe, and
+// azqtest.FaultyQueue one per call; package metrics counts them for
+// Prometheus (metrics.Recorder.Observe). The types live here, below all
+// three, so that the server and the test helpers report observations
+// without linking a metrics stack, and any function can take them.
+package observe
 
-import (
-	"net/http"
-	"time"
-)
+import "time"
 
 // Outcome is the kind of answer a request got, as Azure Monitor's
 // ResponseType dimension sorts them, coarsely.
@@ -32,13 +38,20 @@ const (
 // Outcomes lists every Outcome.
 var Outcomes = []Outcome{Success, ClientError, ThrottlingError, ServerError, NetworkError}
 
+// The statuses OutcomeOf tells apart, as numbers: the package links no
+// HTTP stack for them.
+const (
+	statusTooManyRequests    = 429
+	statusServiceUnavailable = 503
+)
+
 // OutcomeOf sorts an answer: its HTTP status and Azure error code, or a
 // failed connection.
 func OutcomeOf(status int, code string, network bool) Outcome {
 	switch {
 	case network:
 		return NetworkError
-	case status == http.StatusServiceUnavailable && (code == "ServerBusy" || code == ""), status == http.StatusTooManyRequests:
+	case status == statusServiceUnavailable && (code == "ServerBusy" || code == ""), status == statusTooManyRequests:
 		return ThrottlingError
 	case status >= 500:
 		return ServerError

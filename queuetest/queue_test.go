@@ -1,4 +1,4 @@
-package azqtest_test
+package queuetest_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/azqtest"
+	"github.com/azqlib/azq/queuetest"
 	"github.com/benbjohnson/clock"
 )
 
@@ -126,15 +126,20 @@ func (m *mutant) ApproximateCount(ctx context.Context) (int, error) {
 	return n, m.err(err)
 }
 
-const mutantEnv = "AZQTEST_MUTANT"
+// The suite passes on the in-memory queue, the reference back end.
+func TestQueueContractOnMemory(t *testing.T) {
+	queuetest.RunQueueTests(t, newMemoryQueue)
+}
+
+const mutantEnv = "QUEUETEST_MUTANT"
 
 // The suite can fail: run in a child process against each broken back
 // end, it reports a failure, in the subtests that check what was broken.
 func TestSuiteCatchesBrokenBackEnds(t *testing.T) {
 	if name := os.Getenv(mutantEnv); name != "" {
-		azqtest.RunQueueTests(t, func(t *testing.T) azqtest.Fixture {
+		queuetest.RunQueueTests(t, func(t *testing.T) queuetest.Fixture {
 			mock := clock.NewMock()
-			return azqtest.Fixture{Queue: &mutant{Queue: azq.New(azq.WithClock(mock)), name: name}, Clock: mock}
+			return queuetest.Fixture{Queue: &mutant{Queue: azq.New(azq.WithClock(mock)), name: name}, Clock: mock}
 		})
 		return
 	}

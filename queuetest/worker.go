@@ -1,14 +1,4 @@
-// Package workertest runs package worker's promises on a back end of
-// azq's service contract: the worker's own tests check them on the
-// in-memory queue, with the worker's internals at hand; this suite checks
-// them through the contract alone, so that the PostgreSQL back end (whose
-// module runs it) and any other keep them too. It is internal: the
-// repository's modules use it, users do not.
-//
-// Every test moves a mock clock, which the back end must read (its
-// Clock), and the source queue must wait in Receive rather than be
-// polled, as the in-memory and PostgreSQL queues do.
-package workertest
+package queuetest
 
 import (
 	"context"
@@ -26,21 +16,40 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// Fixture is a back end for one test: a service whose queues read Clock.
-// The test creates its queues in it.
-type Fixture struct {
+// WorkerFixture is a back end for one test of RunWorkerTests: a service
+// whose queues read Clock. The test creates its queues in it.
+type WorkerFixture struct {
+	// Service is the back end's service, empty.
 	Service azq.QueueService
-	Clock   *clock.Mock
+	// Clock is the mock clock its queues keep their time with; the suite
+	// moves it.
+	Clock *clock.Mock
 }
 
-// Options tune the suite.
-type Options struct {
+// WorkerOptions tune RunWorkerTests.
+type WorkerOptions struct {
 	// Runs is how many random runs the property makes; 0 means 10.
 	Runs int
 }
 
-// Run runs the suite, each test on a Fixture of its own from newFixture.
-func Run(t *testing.T, newFixture func(t *testing.T) Fixture, opts Options) {
+// RunWorkerTests checks package worker's promises on a back end of the
+// service contract, through the contract alone: each test on a
+// WorkerFixture of its own from newFixture. The worker's own tests check
+// the same promises on the in-memory queue with its internals at hand;
+// this suite lets another back end show it keeps them too.
+//
+// The subtests check that every message is handled once, a long handler
+// renews its lease, a crashed worker's message comes back after its lease,
+// a message out of attempts goes to the poison queue ("<queue>-poison",
+// created in the fixture's service), a stopped worker releases what it
+// had not finished, and, over random runs with crashes, that every message
+// is processed or poisoned.
+//
+// Every test moves the fixture's mock clock, which the back end must
+// read (its queues' Clock method), and the source queue must wait in
+// Receive (worker.Receiver) rather than be polled, as the in-memory and
+// PostgreSQL queues do.
+func RunWorkerTests(t *testing.T, newFixture func(t *testing.T) WorkerFixture, opts WorkerOptions) {
 	if opts.Runs == 0 {
 		opts.Runs = 10
 	}
@@ -66,7 +75,7 @@ func Run(t *testing.T, newFixture func(t *testing.T) Fixture, opts Options) {
 // workers.
 type env struct {
 	t    *testing.T
-	f    Fixture
+	f    WorkerFixture
 	q    azq.QueueRef
 	rec  *recorder
 	bg   context.Context
@@ -80,7 +89,7 @@ type source interface {
 	worker.Receiver
 }
 
-func newEnv(t *testing.T, f Fixture) *env {
+func newEnv(t *testing.T, f WorkerFixture) *env {
 	t.Helper()
 	e := &env{t: t, f: f, rec: newRecorder(), bg: context.Background(), jobs: "jobs"}
 	e.q = e.create(e.jobs)
@@ -621,7 +630,7 @@ func propertyRun(t *testing.T, e *env, rng *rand.Rand) bool {
 	return true
 }
 
-var errCrashed = errors.New("workertest: the worker's process crashed")
+var errCrashed = errors.New("queuetest: the worker's process crashed")
 
 // crashState is shared by a crashing worker's queues: once crashed, every
 // operation fails, as if the process had died mid-flight.

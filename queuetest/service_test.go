@@ -1,4 +1,4 @@
-package azqtest_test
+package queuetest_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/azqtest"
+	"github.com/azqlib/azq/queuetest"
 	"github.com/benbjohnson/clock"
 )
 
@@ -160,7 +160,7 @@ func (r *refMutant) SetAccessPolicies(ctx context.Context, ps []azq.AccessPolicy
 	return r.QueueRef.SetAccessPolicies(ctx, ps)
 }
 
-const serviceMutantEnv = "AZQTEST_SERVICE_MUTANT"
+const serviceMutantEnv = "QUEUETEST_SERVICE_MUTANT"
 
 // The service suite can fail: run in a child process against each broken
 // back end, it reports a failure in the subtests that check what was
@@ -188,7 +188,7 @@ func TestServiceSuiteCatchesBrokenBackEnds(t *testing.T) {
 	if os.Getenv(serviceMutantEnv) != "" {
 		for _, name := range names {
 			t.Run(name, func(t *testing.T) {
-				azqtest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
+				queuetest.RunServiceTests(t, func(t *testing.T) azq.QueueService {
 					svc := azq.NewService(azq.WithClock(clock.NewMock()))
 					t.Cleanup(func() { svc.Close() })
 					return &serviceMutant{Service: svc, name: name}

@@ -123,12 +123,13 @@ func (r *report) isLongRun(id testID) bool {
 }
 
 // packageDone prints the package's line, after how many packages have
-// ended, and all it printed if it failed, including the output of tests
-// that never ended (a panic, a timeout).
+// ended (of how many, unless go test ran more than go list counted), and
+// all it printed if it failed, including the output of tests that never
+// ended (a panic, a timeout).
 func (r *report) packageDone(pkg string, failed bool) {
 	done := r.pkgsOK + r.pkgsFailed + 1
 	progress := "[" + strconv.Itoa(done) + "] "
-	if r.total > 0 {
+	if r.total > 0 && done <= r.total {
 		n := strconv.Itoa(r.total)
 		progress = fmt.Sprintf("[%*d/%s] ", len(n), done, n)
 	}

@@ -213,3 +213,35 @@ func TestRunReportsABuildFailure(t *testing.T) {
 		t.Fatalf("status %d, want 1:\n%s", status, &out)
 	}
 }
+
+// TestReportNumbersThePackages: each package's line is numbered as it
+// ends, of the total go list counted, and without a total when there is
+// none or go test ran more packages than counted.
+func TestReportNumbersThePackages(t *testing.T) {
+	for _, c := range []struct {
+		total int
+		want  string
+	}{
+		{3, "[1/3] ok  \tp1\t0.1s\n[2/3] FAIL\tp2\t0.1s\n[3/3] ?   \tp3\t[no test files]\n"},
+		{12, "[ 1/12] ok  \tp1\t0.1s\n[ 2/12] FAIL\tp2\t0.1s\n[ 3/12] ?   \tp3\t[no test files]\n"},
+		{0, "[1] ok  \tp1\t0.1s\n[2] FAIL\tp2\t0.1s\n[3] ?   \tp3\t[no test files]\n"},
+		{2, "[1/2] ok  \tp1\t0.1s\n[2/2] FAIL\tp2\t0.1s\n[3] ?   \tp3\t[no test files]\n"},
+	} {
+		var out bytes.Buffer
+		r := newReport(&out, false, c.total)
+		for _, e := range []event{
+			{Action: "output", Package: "p1", Output: "PASS\n"},
+			{Action: "output", Package: "p1", Output: "ok  \tp1\t0.1s\n"},
+			{Action: "pass", Package: "p1"},
+			{Action: "output", Package: "p2", Output: "FAIL\tp2\t0.1s\n"},
+			{Action: "fail", Package: "p2"},
+			{Action: "output", Package: "p3", Output: "?   \tp3\t[no test files]\n"},
+			{Action: "skip", Package: "p3"},
+		} {
+			r.event(e)
+		}
+		if out.String() != c.want {
+			t.Errorf("total %d: printed\n%q\nwant\n%q", c.total, out.String(), c.want)
+		}
+	}
+}

@@ -273,20 +273,39 @@ func readHeader(token string) (tokenHeader, string) {
 	default:
 		return tokenHeader{}, "its header is a JSON number, not an object."
 	}
-	var h struct {
-		Alg json.RawMessage `json:"alg"`
-	}
+	// A map, not a struct: JOSE header names are case-sensitive (RFC
+	// 7515), and encoding/json would fill a struct's alg field from "Alg"
+	// or "ALG" too, which the parser, reading a map, does not. With
+	// repeated names the last one counts, here as in the parser.
+	var h map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &h); err != nil {
 		return tokenHeader{}, "its header is not JSON."
 	}
-	if len(h.Alg) == 0 || string(h.Alg) == "null" {
-		return tokenHeader{}, "its header names no signing algorithm (alg)."
+	algRaw, ok := h["alg"]
+	if !ok || string(algRaw) == "null" {
+		return tokenHeader{}, "its header names no signing algorithm (alg)." + misspelledAlg(h)
 	}
 	var alg string
-	if json.Unmarshal(h.Alg, &alg) != nil {
+	if json.Unmarshal(algRaw, &alg) != nil {
 		return tokenHeader{}, "its header's alg is not a string."
 	}
 	return tokenHeader{read: true, alg: alg, signed: sig != ""}, ""
+}
+
+// misspelledAlg names a header parameter that differs from "alg" only in
+// case, which a client may have meant as alg, or returns "".
+func misspelledAlg(h map[string]json.RawMessage) string {
+	var names []string
+	for name := range h {
+		if name != "alg" && strings.EqualFold(name, "alg") {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return fmt.Sprintf(" Header parameter names are case-sensitive; %q is not alg.", names[0])
 }
 
 // checkAlgorithm refuses, before any key is looked at, a token that is

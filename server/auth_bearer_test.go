@@ -309,8 +309,9 @@ func TestBearerSignature(t *testing.T) {
 
 // TestBearerHeaderNotAnObject: a token whose header is JSON but not an
 // object (null, an array, a number, a string, a boolean), or an object
-// without alg, is refused as malformed, saying what is wrong with its
-// header, with or without keys; never for a key ID it cannot have.
+// without alg (spelled so: header names are case-sensitive), is refused
+// as malformed, saying what is wrong with its header, with or without
+// keys; never for a key ID it cannot have.
 func TestBearerHeaderNotAnObject(t *testing.T) {
 	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"aud":"https://storage.azure.com"}`))
 	mine := OAuthKey{ID: "k1", Key: &tokenKey.PublicKey}
@@ -326,11 +327,23 @@ func TestBearerHeaderNotAnObject(t *testing.T) {
 		{`{"alg":null}`, "its header names no signing algorithm (alg)"},
 		{`{"alg":256}`, "its header's alg is not a string"},
 		{`{"alg":`, "its header is not JSON"},
+		// Header names are case-sensitive (RFC 7515): "Alg" is not alg.
+		{`{"Alg":"ES256"}`, `its header names no signing algorithm (alg). Header parameter names are case-sensitive; "Alg" is not alg.`},
+		{`{"ALG":"ES256","kid":"k1"}`, `its header names no signing algorithm (alg). Header parameter names are case-sensitive; "ALG" is not alg.`},
+		{`{"alg":"ES256","Alg":256}`, ""}, // alg counts; "Alg" is another parameter
 	} {
 		tok := base64.RawURLEncoding.EncodeToString([]byte(c.header)) + "." + claims + ".c2ln"
 		for _, keys := range [][]OAuthKey{nil, {mine}} {
 			err := authorize(bearerRequest(tok, opPeekMessages, keys...))
 			wantErr(t, err, "InvalidAuthenticationInfo", 401)
+			if c.want == "" {
+				// A well-formed header: refused later (no exp, or
+				// a signature that does not verify), not for it.
+				if d := details(err); len(d) != 1 || strings.Contains(d[0].Value, "well-formed") {
+					t.Errorf("header %s, %d keys: details %v, want a refusal past the header", c.header, len(keys), d)
+				}
+				continue
+			}
 			want := "The bearer token is not a well-formed JSON Web Token: " + c.want
 			if d := details(err); len(d) != 1 || !strings.HasPrefix(d[0].Value, want) || strings.Contains(d[0].Value, "key ID") {
 				t.Errorf("header %s, %d keys: details %v, want %q…", c.header, len(keys), d, want)

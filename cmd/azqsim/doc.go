@@ -23,7 +23,9 @@
 // path ("consumers.0.visibilityTimeout"), and may be repeated. A sweep,
 // from the scenario's "sweep" or from -sweep path=v1,v2,..., runs the
 // scenario once per value and writes sweep.txt, sweep.csv, sweep.json and
-// the plot sweep.png of duplicates, latency and cost against the values.
+// the plot sweep.png of duplicates, latency and cost against the values,
+// by default into a folder of its own, azqsim-out/<scenario
+// name>-sweep-<parameter>, apart from the single run's.
 //
 // A progress bar goes to stderr (-q turns it off), with how fast the run
 // went at the end. -version prints the azq release and the VCS revision

@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.seed, "seed", "", "random seed, replacing the scenario's: the same seed gives the same report")
-	fs.StringVar(&cfg.out, "out", "", "`directory` for the report, time series and plots (default azqsim-out/<scenario name>)")
+	fs.StringVar(&cfg.out, "out", "", "`directory` for the report, time series and plots (default azqsim-out/<scenario name>, for a sweep azqsim-out/<scenario name>-sweep-<parameter>)")
 	fs.StringVar(&cfg.format, "format", "png", "plot format: png or svg")
 	fs.Var(&cfg.sets, "set", "set a parameter, `path=value` (a JSON value or a bare string), e.g. consumers.0.count=50; repeatable")
 	fs.StringVar(&cfg.sweep, "sweep", "", "run a sweep, `path=v1,v2,...`, e.g. consumers.0.visibilityTimeout=10s,30s,1m")
@@ -192,7 +192,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	dir := cfg.out
 	if dir == "" {
-		dir = filepath.Join("azqsim-out", safeName(name))
+		dir = defaultOut(name, sc.Sweep)
 	}
 	if cfg.noFiles {
 		dir = ""
@@ -322,6 +322,18 @@ func prepareOut(dir, out string) error {
 	}
 	probe.Close()
 	return os.Remove(probe.Name())
+}
+
+// defaultOut is where the files go without -out: azqsim-out/<scenario
+// name> for a run, and for a sweep a folder of its own beside it,
+// azqsim-out/<scenario name>-sweep-<parameter>, so that a run and a sweep
+// of the same scenario, in either order, leave each its own files and
+// never one folder holding both.
+func defaultOut(name string, sweep *sim.Sweep) string {
+	if sweep != nil {
+		return filepath.Join("azqsim-out", safeName(name)+"-sweep-"+safeName(sweep.Parameter))
+	}
+	return filepath.Join("azqsim-out", safeName(name))
 }
 
 // safeName turns a scenario name into a directory name.

@@ -122,6 +122,58 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepHasAFolderOfItsOwn: without -out, a sweep writes into
+// azqsim-out/<name>-sweep-<parameter>, and a run of the same scenario
+// afterwards into azqsim-out/<name>: neither folder holds the other's
+// files.
+func TestSweepHasAFolderOfItsOwn(t *testing.T) {
+	sc := writeScenario(t, scenario)
+	dir := chdirTemp(t)
+	if _, _, err := runCmd(t, "-q", "-format", "svg", "-sweep", "consumers.0.count=2,3", sc); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCmd(t, "-q", "-format", "svg", sc); err != nil {
+		t.Fatal(err)
+	}
+	for folder, want := range map[string][]string{
+		"cli-sweep-consumers.0.count": {"sweep.csv", "sweep.json", "sweep.svg", "sweep.txt"},
+		"cli": {"depth.svg", "histogram.svg", "latency.csv", "latency.svg", "report.json", "report.txt",
+			"timeseries.csv", "timeseries.json", "transactions.svg"},
+	} {
+		entries, err := os.ReadDir(filepath.Join(dir, "azqsim-out", folder))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Name())
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("azqsim-out/%s holds %q, want %q", folder, got, want)
+		}
+	}
+}
+
+// chdirTemp makes the test's working directory a new temporary one, for
+// the test, and returns it.
+func chdirTemp(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Chdir(wd); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return dir
+}
+
 func TestBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{},
@@ -195,19 +247,7 @@ func TestReadmeQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.Chdir(wd); err != nil {
-			t.Fatal(err)
-		}
-	})
+	dir := chdirTemp(t)
 	out, _, err := runCmd(t, "-q", scenario)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,15 @@
 // Command azqueue is a program that knows nothing of azq: it creates a
 // queue, puts a message, gets it and deletes it with the official Azure SDK
 // for Go (azqueue), on whatever queue service a connection string names.
-// Start azqd first; its development account is the default:
+// Start azqd first, from the repository's root (its development account
+// is the default), as the README does: the built binary, so that kill %1
+// stops azqd itself; with go run ./cmd/azqd & it would stop the go command
+// only, and leave azqd holding port 10001.
 //
-//	go run ./cmd/azqd &
+//	go build -o azqd ./cmd/azqd
+//	./azqd &
 //	go run ./examples/azqueue
+//	kill %1; wait
 //
 // or name another service, a storage account included:
 //

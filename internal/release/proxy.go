@@ -20,7 +20,8 @@ import (
 // module of the clone at azq.Version, made from the files git would
 // commit, so that GOPROXY=file://DIR resolves the modules as the tags
 // would publish them, before they exist: a nested module that requires
-// a version nothing publishes fails there as it would for a user.
+// a version nothing publishes fails there as it would for a user. It
+// prints the modules and the environment that resolves them.
 func cmdProxy(args []string, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("proxy", flag.ContinueOnError)
 	fset.SetOutput(stderr)
@@ -46,7 +47,29 @@ func cmdProxy(args []string, stdout, stderr io.Writer) error {
 	for _, m := range r.modules {
 		fmt.Fprintf(stdout, "%s@%s\n", m.path, version)
 	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, proxyInstructions(abs))
 	return nil
+}
+
+// proxyInstructions tell how to resolve the modules through the proxy in
+// dir, an absolute path: GOPROXY with the proxy first and the usual ones
+// after it for every other module, and GONOSUMDB for azq's modules, which
+// the checksum database cannot know before the tags are published (go
+// get refuses a module it cannot verify there: "verifying module: …
+// 404 Not Found").
+func proxyInstructions(dir string) string {
+	u := filepath.ToSlash(dir)
+	if !strings.HasPrefix(u, "/") {
+		u = "/" + u // a Windows drive: file:///C:/…
+	}
+	return "\nTo resolve these modules through this proxy, set, in the shell that runs go get or go install:\n\n" +
+		"\texport GOPROXY=file://" + u + ",$(go env GOPROXY) GONOSUMDB=" + rootPath + "\n\n" +
+		"GONOSUMDB (or GOSUMDB=off) is required: the checksum database has no record of versions\n" +
+		"that are not published, and go get refuses a module it cannot verify there.\n"
 }
 
 // buildProxy writes into dir, in the layout of a GOPROXY=file:// proxy,

@@ -30,8 +30,9 @@ func main() {
 	// sockets and the disk more than they compute, so that with one
 	// package a core the cores idle for a third of the run.
 	parallel := flag.Int("p", 2*runtime.GOMAXPROCS(0), "how many packages' tests to build and run at once (go test -p)")
+	count := flag.Int("count", 0, "run each test `N` times, and not from go test's cache (go test -count; 0: go test's default, cached results reused)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./internal/testrun [-long] [-race=false] [-p N] [-v] [packages]\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./internal/testrun [-long] [-race=false] [-count N] [-p N] [-v] [packages]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -41,12 +42,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Stdout, options{long: *long, race: *race, verbose: *verbose, parallel: *parallel, pkgs: pkgs}))
+	os.Exit(run(ctx, os.Stdout, options{long: *long, race: *race, verbose: *verbose, parallel: *parallel, count: *count, pkgs: pkgs}))
 }
 
 type options struct {
 	long, race, verbose bool
 	parallel            int // go test -p; 0 for go test's default
+	count               int // go test -count; 0 for go test's default
 	pkgs                []string
 	dir                 string   // where go test runs; "" for testrun's own
 	env                 []string // added to go test's environment
@@ -64,6 +66,9 @@ func run(ctx context.Context, w io.Writer, o options) int {
 	if o.parallel > 0 {
 		flags = append(flags, "-p", strconv.Itoa(o.parallel))
 	}
+	if o.count > 0 {
+		flags = append(flags, "-count", strconv.Itoa(o.count))
+	}
 	if o.race {
 		if ok, why := raceAvailable(ctx); ok {
 			flags = append(flags, "-race")
@@ -72,9 +77,18 @@ func run(ctx context.Context, w io.Writer, o options) int {
 		}
 	}
 	start := time.Now()
-	r := newReport(w, o.verbose)
+	// go list first, for the number of packages; a first run's module
+	// downloads are printed under the line that says what is going on.
+	fmt.Fprintf(w, "testrun: go test %s (a first run downloads and compiles modules for minutes before the first package ends)\n",
+		strings.Join(append(flags, o.pkgs...), " "))
+	total := countPackages(ctx, o.dir, o.env, o.pkgs)
+	if total > 0 {
+		fmt.Fprintf(w, "testrun: %d packages, each one's line printed as it ends\n", total)
+	}
+	r := newReport(w, o.verbose, total)
 	status := goTest(ctx, o.dir, r, o.env, append(flags, o.pkgs...))
 	fmt.Fprintf(w, "%s in %s\n", r.summary(), time.Since(start).Round(time.Second))
+	printSkipped(w, r.skippedTests())
 	long := r.longRuns()
 	if len(long.tests) == 0 {
 		return status
@@ -86,14 +100,37 @@ func run(ctx context.Context, w io.Writer, o options) int {
 	}
 	fmt.Fprintf(w, "\nthe long runs, with %s=1: %s\n%s", longrun.Env, long.count(), long)
 	start = time.Now()
-	lr := newReport(w, o.verbose)
+	lr := newReport(w, o.verbose, len(long.packages()))
 	args := append(flags, "-timeout", "60m", "-run", long.pattern())
 	args = append(args, long.packages()...)
 	if s := goTest(ctx, o.dir, lr, append(o.env, longrun.Env+"=1"), args); s != 0 {
 		status = s
 	}
 	fmt.Fprintf(w, "long runs: %s in %s\n", lr.summary(), time.Since(start).Round(time.Second))
+	printSkipped(w, lr.skippedTests())
 	return status
+}
+
+// printSkipped names the tests that skipped for another reason than a
+// long run's, under their reasons.
+func printSkipped(w io.Writer, s skippedTests) {
+	if n := s.count(); n > 0 {
+		fmt.Fprintf(w, "\nskipped, each saying why (-v shows their output): %d tests\n%s", n, s)
+	}
+}
+
+// countPackages returns how many packages the patterns match, as go
+// test will run them, or 0 if go list fails (go test then says why).
+func countPackages(ctx context.Context, dir string, env, pkgs []string) int {
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, pkgs...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr // the downloads of a first run
+	out, err := cmd.Output()
+	if err != nil {
+		return 0
+	}
+	return len(strings.Fields(string(out)))
 }
 
 // goTest runs go test -json in dir with args and env added to

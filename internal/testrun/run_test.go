@@ -12,8 +12,8 @@ import (
 	"github.com/azqlib/azq/internal/longrun"
 )
 
-// A module whose package has a test that passes, a long run, a test
-// skipped for another reason, and a test that fails when asked to.
+// A module whose package has a test that passes, long runs, tests
+// skipped for other reasons, and a test that fails when asked to.
 var fixture = map[string]string{
 	"go.mod": "module example.com/fixture\n\ngo 1.23\n",
 	"a/a_test.go": `package a
@@ -42,6 +42,15 @@ func TestTable(t *testing.T) {
 }
 
 func TestNotHere(t *testing.T) { t.Skip("needs something else") }
+
+func TestSkippedSubtest(t *testing.T) {
+	t.Run("inner", func(t *testing.T) {
+		t.Log("a line before the reason")
+		t.Skip("needs something else")
+	})
+}
+
+func TestSkipsOnTwoLines(t *testing.T) { t.Skip("needs a tool:\ninstall it") }
 
 func TestFailsOnRequest(t *testing.T) {
 	if os.Getenv("FIXTURE_FAIL") == "1" {
@@ -98,17 +107,57 @@ func TestRunSaysWhatItLeftOut(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"ok  \texample.com/fixture/a\t",
-		"?   \texample.com/fixture/b\t[no test files]",
-		"left to the long run (go run ./internal/testrun -long, or AZQ_LONG=1 go test): 2 tests in 1 packages\n",
-		"  example.com/fixture/a: TestLong TestTable\n",
+		"testrun: 2 packages, each one's line printed as it ends\n",
+		"/2] ok  \texample.com/fixture/a\t",
+		"/2] ?   \texample.com/fixture/b\t[no test files]",
+		"skipped, each saying why (-v shows their output): 3 tests\n" +
+			"  needs a tool: install it\n" +
+			"    example.com/fixture/a: TestSkipsOnTwoLines\n" +
+			"  needs something else\n" +
+			"    example.com/fixture/a: TestNotHere TestSkippedSubtest/inner\n",
+		"left to the long run (go run ./internal/testrun -long, or AZQ_LONG=1 go test): 2 tests in 1 packages\n" +
+			"  example.com/fixture/a: TestLong TestTable\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "TestNotHere") || strings.Contains(got, "the long run ran") {
-		t.Errorf("output names a test that is not a long run, or ran one:\n%s", got)
+	if !strings.Contains(got, "[1/2] ") || !strings.Contains(got, "[2/2] ") {
+		t.Errorf("the packages' lines are not numbered 1 and 2 of 2:\n%s", got)
+	}
+	if strings.Contains(got, "the long run ran") || strings.Contains(got, "a line before the reason") {
+		t.Errorf("output has a skipped test's output, or a long run ran:\n%s", got)
+	}
+}
+
+func TestRunCountRunsEachTestNTimes(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	o := options{verbose: true, count: 3, pkgs: []string{"./a"}, dir: sharedFixture, env: fixtureEnv}
+	if status := run(context.Background(), &out, o); status != 0 {
+		t.Fatalf("status %d:\n%s", status, &out)
+	}
+	if n := strings.Count(out.String(), "--- PASS: TestPasses "); n != 3 {
+		t.Errorf("TestPasses passed %d times with count 3, want 3:\n%s", n, &out)
+	}
+}
+
+func TestSkipReason(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		output []string
+		want   string
+	}{
+		{"t.Skip", []string{"=== RUN   TestX\n", "    x_test.go:9: needs gcc\n", "--- SKIP: TestX (0.00s)\n"}, "needs gcc"},
+		{"logs before", []string{"=== RUN   TestX\n", "    x_test.go:8: started\n", "    x_test.go:9: needs gcc\n", "--- SKIP: TestX (0.00s)\n"}, "needs gcc"},
+		{"two lines", []string{"    x_test.go:9: needs gcc:\n", "        apt-get install gcc\n", "--- SKIP: TestX (0.00s)\n"}, "needs gcc: apt-get install gcc"},
+		{"subtest", []string{"=== RUN   TestX/y\n", "        x_test.go:9: needs gcc\n", "    --- SKIP: TestX/y (0.00s)\n"}, "needs gcc"},
+		{"a colon in the reason", []string{"    x_test.go:9: busybox: exec: not found\n"}, "busybox: exec: not found"},
+		{"t.SkipNow", []string{"=== RUN   TestX\n", "--- SKIP: TestX (0.00s)\n"}, "(no reason given)"},
+	} {
+		if got := skipReason(c.output); got != c.want {
+			t.Errorf("%s: skipReason = %q, want %q", c.name, got, c.want)
+		}
 	}
 }
 
@@ -162,5 +211,37 @@ func TestRunReportsABuildFailure(t *testing.T) {
 	var out bytes.Buffer
 	if status := run(context.Background(), &out, options{pkgs: []string{"./..."}, dir: dir, env: fixtureEnv}); status != 1 {
 		t.Fatalf("status %d, want 1:\n%s", status, &out)
+	}
+}
+
+// TestReportNumbersThePackages: each package's line is numbered as it
+// ends, of the total go list counted, and without a total when there is
+// none or go test ran more packages than counted.
+func TestReportNumbersThePackages(t *testing.T) {
+	for _, c := range []struct {
+		total int
+		want  string
+	}{
+		{3, "[1/3] ok  \tp1\t0.1s\n[2/3] FAIL\tp2\t0.1s\n[3/3] ?   \tp3\t[no test files]\n"},
+		{12, "[ 1/12] ok  \tp1\t0.1s\n[ 2/12] FAIL\tp2\t0.1s\n[ 3/12] ?   \tp3\t[no test files]\n"},
+		{0, "[1] ok  \tp1\t0.1s\n[2] FAIL\tp2\t0.1s\n[3] ?   \tp3\t[no test files]\n"},
+		{2, "[1/2] ok  \tp1\t0.1s\n[2/2] FAIL\tp2\t0.1s\n[3] ?   \tp3\t[no test files]\n"},
+	} {
+		var out bytes.Buffer
+		r := newReport(&out, false, c.total)
+		for _, e := range []event{
+			{Action: "output", Package: "p1", Output: "PASS\n"},
+			{Action: "output", Package: "p1", Output: "ok  \tp1\t0.1s\n"},
+			{Action: "pass", Package: "p1"},
+			{Action: "output", Package: "p2", Output: "FAIL\tp2\t0.1s\n"},
+			{Action: "fail", Package: "p2"},
+			{Action: "output", Package: "p3", Output: "?   \tp3\t[no test files]\n"},
+			{Action: "skip", Package: "p3"},
+		} {
+			r.event(e)
+		}
+		if out.String() != c.want {
+			t.Errorf("total %d: printed\n%q\nwant\n%q", c.total, out.String(), c.want)
+		}
 	}
 }

@@ -7,8 +7,8 @@
 //	go run ./internal/testrun -long    # and then the long runs, as CI does
 //
 // It runs go test -json with the race detector over the root module and
-// the modules of azqd and the simulator (./... ./cmd/azqd/... ./sim/...
-// ./cmd/azqsim/...), two packages a core at once
+// the modules of azqd, azqload and the simulator (./... ./cmd/azqd/...
+// ./cmd/azqload/... ./sim/... ./cmd/azqsim/...), two packages a core at once
 // (-p; many tests wait on processes, sockets and the disk), prints each package's line as go
 // test does, and the output of each test that failed. go test prints
 // nothing of a passing package but its "ok" line, so it cannot say which

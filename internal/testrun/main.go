@@ -20,8 +20,8 @@ import (
 
 // defaultPackages are the README's: the root module's packages and those
 // of the modules of their own that go.work adds and ./... leaves out
-// (azqd's, the simulator's and its command's).
-var defaultPackages = []string{"./cmd/azqd/...", "./cmd/azqsim/...", "./sim/...", "./..."}
+// (azqd's, azqload's, the simulator's and its command's).
+var defaultPackages = []string{"./cmd/azqd/...", "./cmd/azqload/...", "./cmd/azqsim/...", "./sim/...", "./..."}
 
 func main() {
 	long := flag.Bool("long", false, "after the tests, run the long runs they skipped, with "+longrun.Env+"=1")

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/azqlib/azq/internal/browsertest"
+	"github.com/azqlib/azq/cmd/azqd/internal/browsertest"
 	"github.com/chromedp/chromedp"
 )
 

@@ -72,7 +72,7 @@ func cmdAPI(args []string, stdout, stderr io.Writer) error {
 	}
 	broken := 0
 	for _, m := range r.modules {
-		old, now, err := apiPair(r, m)
+		old, now, own, err := apiPair(r, m)
 		if err != nil {
 			return err
 		}
@@ -80,12 +80,16 @@ func cmdAPI(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s: no baseline yet (no release of the module so far): nothing to compare\n", m.path)
 			continue
 		}
+		from := ""
+		if !own {
+			from = fmt.Sprintf(" (no release of the module so far; its packages %s, against their last release in another module)", packageList(old))
+		}
 		report := apidiff.ModuleChanges(old, now)
 		if len(report.Changes) == 0 {
-			fmt.Fprintf(stdout, "%s: the API of the last release, unchanged\n", m.path)
+			fmt.Fprintf(stdout, "%s: the API of the last release, unchanged%s\n", m.path, from)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s:\n", m.path)
+		fmt.Fprintf(stdout, "%s%s:\n", m.path, from)
 		for _, c := range report.Changes {
 			line := m.path + ": " + c.Message
 			switch {
@@ -107,17 +111,48 @@ func cmdAPI(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// apiPair loads m's baseline (nil if it has none) and its API now.
-func apiPair(r *repo, m module) (old, now *apidiff.Module, err error) {
+// apiPair loads m's API at the last release (nil if there is none) and
+// its API now; own says whether m has a baseline of its own.
+func apiPair(r *repo, m module) (old, now *apidiff.Module, own bool, err error) {
 	fset := token.NewFileSet()
 	if now, err = loadAPI(fset, r.dir, m); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	old, err = readAPI(fset, baselineFile(r.dir, m))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, now, nil
+	old, own, err = lastAPI(fset, r, m)
+	return old, now, own, err
+}
+
+// lastAPI is m's API at the last release: the packages of every module's
+// baseline that m holds now. A package carved out of one module into a
+// new one keeps its import path, and so its users: the check compares it
+// with its API in the baseline of the module it left, and the module it
+// left no longer answers for it. It is nil if no baseline has a package of
+// m and m has no baseline of its own (a module new since the last
+// release, with packages new too); own says whether m has one.
+func lastAPI(fset *token.FileSet, r *repo, m module) (api *apidiff.Module, own bool, err error) {
+	api = &apidiff.Module{Path: m.path}
+	for _, o := range r.modules {
+		base, err := readAPI(fset, baselineFile(r.dir, o))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if o.path == m.path {
+			own = true
+		}
+		for _, p := range base.Packages {
+			if r.owner(p.Path()) == m.path {
+				api.Packages = append(api.Packages, p)
+			}
+		}
 	}
-	return old, now, err
+	if !own && len(api.Packages) == 0 {
+		return nil, false, nil
+	}
+	slices.SortFunc(api.Packages, func(a, b *types.Package) int { return strings.Compare(a.Path(), b.Path()) })
+	return api, own, nil
 }
 
 // baselinesAreCurrent lists what keeps the baselines from being the
@@ -126,11 +161,11 @@ func apiPair(r *repo, m module) (old, now *apidiff.Module, err error) {
 func baselinesAreCurrent(r *repo) ([]string, error) {
 	var problems []string
 	for _, m := range r.modules {
-		old, now, err := apiPair(r, m)
+		old, now, own, err := apiPair(r, m)
 		if err != nil {
 			return nil, err
 		}
-		if old == nil {
+		if !own {
 			problems = append(problems, m.path+" has no API baseline")
 			continue
 		}
@@ -227,6 +262,15 @@ func loadAPI(fset *token.FileSet, dir string, m module) (*apidiff.Module, error)
 	}
 	slices.SortFunc(api.Packages, func(a, b *types.Package) int { return strings.Compare(a.Path(), b.Path()) })
 	return api, nil
+}
+
+// packageList names api's packages, for messages.
+func packageList(api *apidiff.Module) string {
+	var paths []string
+	for _, p := range api.Packages {
+		paths = append(paths, p.Path())
+	}
+	return strings.Join(paths, ", ")
 }
 
 // isInternal reports whether a module-relative package path is internal

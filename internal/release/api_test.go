@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/constant"
+	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq/internal/longrun"
+	"golang.org/x/exp/apidiff"
 )
 
 // TestAPICheck runs the API check on a copy of the working tree: with no
@@ -68,5 +72,58 @@ func TestAPICheck(t *testing.T) {
 	out, err = release("api", "-repo", dir)
 	if err != nil || !regexp.MustCompile(`compatible: +\./envelope\.ReleaseProbe: added`).MatchString(out) {
 		t.Fatalf("with an addition: %v\n%s", err, out)
+	}
+}
+
+// TestLastAPIFollowsACarvedPackage: a package carved out of the root
+// module into a module of its own keeps its import path; its last
+// release's API, in the root module's baseline, is the new module's to
+// keep, and no longer the root module's.
+func TestLastAPIFollowsACarvedPackage(t *testing.T) {
+	dir := t.TempDir()
+	r := &repo{dir: dir, modules: []module{
+		{dir: "", path: rootPath},
+		{dir: "sim", path: rootPath + "/sim"},
+		{dir: "cmd/azqsim", path: rootPath + "/cmd/azqsim"},
+	}}
+	pkg := func(path, name string) *types.Package {
+		p := types.NewPackage(path, name)
+		p.Scope().Insert(types.NewConst(token.NoPos, p, "Exported", types.Typ[types.UntypedInt], constant.MakeInt64(1)))
+		p.MarkComplete()
+		return p
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(baselineDir)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	root := &apidiff.Module{Path: rootPath, Packages: []*types.Package{
+		pkg(rootPath, "azq"), pkg(rootPath+"/simulation", "simulation"), pkg(rootPath+"/sim", "sim"), pkg(rootPath+"/sim/plot", "plot"),
+	}}
+	if err := writeAPI(fset, baselineFile(dir, r.modules[0]), root); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m     module
+		own   bool
+		paths string // of the packages, or "nil" for no API at all
+	}{
+		{r.modules[0], true, rootPath + ", " + rootPath + "/simulation"},
+		{r.modules[1], false, rootPath + "/sim, " + rootPath + "/sim/plot"},
+		{r.modules[2], false, "nil"},
+	} {
+		api, own, err := lastAPI(token.NewFileSet(), r, c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "nil"
+		if api != nil {
+			got = packageList(api)
+			if api.Path != c.m.path {
+				t.Errorf("%s: the API is of module %s", c.m.path, api.Path)
+			}
+		}
+		if got != c.paths || own != c.own {
+			t.Errorf("%s: packages %s, own baseline %v; want %s, %v", c.m.path, got, own, c.paths, c.own)
+		}
 	}
 }

@@ -24,18 +24,22 @@
 // internal/release/api, the last release's, with golang.org/x/exp/apidiff,
 // and fails on an incompatible change not listed in
 // internal/release/api/accepted.txt; -w writes the baselines, as the
-// commit that cuts a release does.
+// commit that cuts a release does. A package carved out of a module into
+// a new one since the last release is compared, in the new module, with
+// its API in the baseline of the module it left.
 //
 // proxy writes a module proxy (GOPROXY=file://DIR) of every module at
 // azq.Version, made by golang.org/x/mod/zip from the files git would
 // commit: the modules as the tags would publish them.
 //
 // tidy runs go mod tidy in every module, outside the workspace, giving a
-// module that has no replace of the root module (cmd/azqd, which go
-// install …@version needs without one) the clone's for the run.
+// module that has no replace of the root module (the commands' modules,
+// cmd/azqd, cmd/azqsim, cmd/azqload, which go install …@version needs
+// without one) the clone's for the run.
 //
 // docs/releasing.md has the whole process. The tests that drive the go
 // command (the release in a copy of the clone, the API check, tidy, and
 // the README's commands for using azq from another module, from a clone
-// and through the proxy) are long runs: AZQ_LONG=1 GOWORK=off go test ./...
+// and through the proxy, the carved modules through a proxy of the last
+// release and the next) are long runs: AZQ_LONG=1 GOWORK=off go test ./...
 package main

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/mod/semver"
 )
 
 // repoRoot is the clone this module is part of.
@@ -168,4 +171,57 @@ func commitBaselines(t *testing.T, dir string) {
 	if runIn(t, dir, nil, "git", "status", "--porcelain") != "" {
 		commitAll(t, dir, "API baselines")
 	}
+}
+
+// cutRelease makes, in the clone at dir, the commit that cuts the release
+// its modules are heading for, as docs/releasing.md's steps do, and
+// returns its version: the newest version of one of the repository's
+// modules that a module requires. A module carved out of another since
+// the last release requires the next one already (the first without its
+// packages in the module they left), which the others require only once
+// the release is cut; with no such module it is azq.Version, and only
+// the baselines are written. CHANGELOG.md's Unreleased heading becomes
+// the release's, azq.Version the version, every module requires the
+// repository's modules at it and go.work replaces its nested modules at
+// it; then the baselines are written, and all of it committed.
+func cutRelease(t *testing.T, dir string) string {
+	t.Helper()
+	r := mustRepo(t, dir)
+	last, err := r.version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := map[string]bool{}
+	for _, m := range r.modules {
+		ours[m.path] = true
+	}
+	next := last
+	for _, m := range r.nested() {
+		for _, rq := range m.gomod.Require {
+			if ours[rq.Mod.Path] && semver.Compare(rq.Mod.Version, next) > 0 {
+				next = rq.Mod.Version
+			}
+		}
+	}
+	if next != last {
+		editFile(t, dir, "version.go", `const Version = "`+last+`"`, `const Version = "`+next+`"`)
+		editFile(t, dir, "CHANGELOG.md", "## [Unreleased]\n", "## [Unreleased]\n\n## ["+next+"] - "+time.Now().UTC().Format(time.DateOnly)+"\n")
+		for _, m := range r.nested() {
+			for _, rq := range m.gomod.Require {
+				if ours[rq.Mod.Path] && rq.Mod.Version != next {
+					runIn(t, m.abs(dir), nil, "go", "mod", "edit", "-require="+rq.Mod.Path+"@"+next)
+				}
+			}
+		}
+		for _, rp := range r.workReplace {
+			if ours[rp.Old.Path] && rp.Old.Version != next {
+				runIn(t, dir, nil, "go", "work", "edit", "-dropreplace="+rp.Old.Path+"@"+rp.Old.Version,
+					"-replace="+rp.Old.Path+"@"+next+"="+rp.New.Path)
+			}
+		}
+		commitAll(t, dir, "Release "+next)
+	}
+	commitBaselines(t, dir)
+	t.Logf("the commit that cuts %s (the last release: %s)", next, last)
+	return next
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq/internal/longrun"
+	"golang.org/x/mod/modfile"
 )
 
 // The module tests follow the README's "Use it from your own module" as a
@@ -159,6 +160,17 @@ func proxyEnv(t *testing.T, r *repo, version string) []string {
 	if err := buildProxy(r, proxy, version); err != nil {
 		t.Fatal(err)
 	}
+	return proxiesEnv(t, proxy)
+}
+
+// proxiesEnv is proxyEnv's environment for the module proxies in dirs,
+// asked in that order.
+func proxiesEnv(t *testing.T, dirs ...string) []string {
+	t.Helper()
+	var proxies []string
+	for _, d := range dirs {
+		proxies = append(proxies, "file://"+filepath.ToSlash(d))
+	}
 	cache := strings.TrimSpace(runIn(t, ".", nil, "go", "env", "GOMODCACHE"))
 	upstream := strings.TrimSpace(runIn(t, ".", nil, "go", "env", "GOPROXY"))
 	modcache := t.TempDir()
@@ -167,7 +179,7 @@ func proxyEnv(t *testing.T, r *repo, version string) []string {
 		tryIn(".", []string{"GOMODCACHE=" + modcache}, "go", "clean", "-modcache")
 	})
 	return []string{
-		"GOPROXY=file://" + filepath.ToSlash(proxy) + ",file://" + filepath.ToSlash(filepath.Join(cache, "cache", "download")) + "," + upstream,
+		"GOPROXY=" + strings.Join(proxies, ",") + ",file://" + filepath.ToSlash(filepath.Join(cache, "cache", "download")) + "," + upstream,
 		"GOMODCACHE=" + modcache,
 		// No checksum database has the proxy's modules; third-party
 		// modules' checksums are what the other tests check.
@@ -177,4 +189,126 @@ func proxyEnv(t *testing.T, r *repo, version string) []string {
 		"GOFLAGS=-mod=mod -trimpath -buildvcs=false",
 		"GOWORK=off",
 	}
+}
+
+// TestCarvedModulesFromTheNextRelease: the packages carved out of the
+// root module since the last release, through a module proxy of both
+// releases. The last release is rebuilt from the working tree with the
+// carved modules folded back into the root module, as it held them; the
+// next is the working tree once cutRelease has cut it. A user's module
+// that imports package sim from the last release's root module and then
+// gets the sim module of the next finds the package in one module only:
+// sim requires the first root release without it, so MVS moves the root
+// module along. The carved commands install with go install …@version,
+// at their import paths. A long run: it builds the simulator's
+// dependencies and two commands from a module cache of its own.
+func TestCarvedModulesFromTheNextRelease(t *testing.T) {
+	longrun.Skip(t)
+	setGitIdentity(t)
+	carved := []string{"sim", "cmd/azqsim", "cmd/azqload"}
+
+	// The last release, with the carved directories in the root module.
+	last := copyClone(t)
+	lastVersion, err := mustRepo(t, last).version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	simMod := readModFile(t, filepath.Join(last, "sim", "go.mod"))
+	for _, d := range carved {
+		runIn(t, last, nil, "go", "work", "edit", "-dropuse=./"+d)
+		for _, f := range []string{"go.mod", "go.sum"} {
+			if err := os.Remove(filepath.Join(last, filepath.FromSlash(d), f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, rp := range mustRepo(t, last).workReplace {
+		if rp.Old.Path == rootPath+"/sim" {
+			runIn(t, last, nil, "go", "work", "edit", "-dropreplace="+rp.Old.Path+"@"+rp.Old.Version)
+		}
+	}
+	// The root module then requires what the simulator does, at the
+	// versions the sim module requires (tidy would take the newest).
+	for _, rq := range simMod.Require {
+		if !strings.HasPrefix(rq.Mod.Path, rootPath) {
+			runIn(t, last, []string{"GOWORK=off"}, "go", "mod", "edit", "-require="+rq.Mod.Path+"@"+rq.Mod.Version)
+		}
+	}
+	runIn(t, last, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "go", "mod", "tidy")
+	commitAll(t, last, "the last release's layout")
+	lastProxy := t.TempDir()
+	if err := buildProxy(mustRepo(t, last), lastProxy, lastVersion); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next release.
+	next := copyClone(t)
+	nextVersion := cutRelease(t, next)
+	if nextVersion == lastVersion {
+		t.Fatalf("no module requires a release after %s: nothing carved out since", lastVersion)
+	}
+	nextProxy := t.TempDir()
+	if err := buildProxy(mustRepo(t, next), nextProxy, nextVersion); err != nil {
+		t.Fatal(err)
+	}
+
+	env := proxiesEnv(t, nextProxy, lastProxy)
+	gobin := t.TempDir()
+	env = append(env, "GOBIN="+gobin)
+	app := filepath.Join(t.TempDir(), "yourapp")
+	src, err := os.ReadFile(filepath.Join("testdata", "carved", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, app, map[string]string{"main.go": string(src)})
+	runIn(t, app, env, "go", "mod", "init", "example.com/yourapp")
+
+	// sim from the last release's root module.
+	runIn(t, app, env, "go", "get", rootPath+"@"+lastVersion)
+	runIn(t, app, env, "go", "mod", "tidy")
+	runIn(t, app, env, "go", "build", "-o", "yourapp", ".")
+	if got, want := runIn(t, app, nil, filepath.Join(app, "yourapp")), "sim: scenario carved\nazq "+lastVersion+"\n"; got != want {
+		t.Errorf("with the root module at %s, the program printed %q, want %q", lastVersion, got, want)
+	}
+
+	// sim from its own module: the root module moves to the release
+	// without it.
+	runIn(t, app, env, "go", "get", rootPath+"/sim@"+nextVersion)
+	runIn(t, app, env, "go", "mod", "tidy")
+	gomod := readModFile(t, filepath.Join(app, "go.mod"))
+	required := map[string]string{}
+	for _, rq := range gomod.Require {
+		required[rq.Mod.Path] = rq.Mod.Version
+	}
+	if required[rootPath] != nextVersion || required[rootPath+"/sim"] != nextVersion {
+		t.Errorf("go.mod requires the root module at %q and sim at %q, want %s for both", required[rootPath], required[rootPath+"/sim"], nextVersion)
+	}
+	runIn(t, app, env, "go", "build", "-o", "yourapp", ".")
+	if got, want := runIn(t, app, nil, filepath.Join(app, "yourapp")), "sim: scenario carved\nazq "+nextVersion+"\n"; got != want {
+		t.Errorf("with the sim module at %s, the program printed %q, want %q", nextVersion, got, want)
+	}
+
+	// The carved commands.
+	for _, c := range []string{"azqsim", "azqload"} {
+		pkg := rootPath + "/cmd/" + c
+		runIn(t, app, env, "go", "install", pkg+"@"+nextVersion)
+		got := runIn(t, app, nil, filepath.Join(gobin, c), "-version")
+		if want := c + " " + nextVersion + " (module " + pkg + "@" + nextVersion; !strings.HasPrefix(got, want) {
+			t.Errorf("%s -version printed %q, want %q…", c, got, want)
+		}
+	}
+}
+
+// readModFile parses the go.mod file at file.
+func readModFile(t *testing.T, file string) *modfile.File {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(file, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

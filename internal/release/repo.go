@@ -117,6 +117,20 @@ func openRepo(dir string) (*repo, error) {
 	return r, nil
 }
 
+// owner is the path of the module that holds the package at pkgPath: the
+// longest module path of the repository that is the package's or a
+// prefix of it, as the go command resolves an import when every module
+// is at the same release.
+func (r *repo) owner(pkgPath string) string {
+	owner := ""
+	for _, m := range r.modules {
+		if (pkgPath == m.path || strings.HasPrefix(pkgPath, m.path+"/")) && len(m.path) > len(owner) {
+			owner = m.path
+		}
+	}
+	return owner
+}
+
 // root is the root module.
 func (r *repo) root() module { return r.modules[0] }
 

@@ -17,8 +17,8 @@ func tagsOf(t *testing.T, dir string) string {
 }
 
 // TestTagDryRunThenTags runs the release script on a copy of the working
-// tree as a maintainer will on the release commit, once it has the API
-// baselines: the dry run checks and lists a tag for every module go.work
+// tree as a maintainer will on the release commit (cutRelease: the
+// version, the requirements, the API baselines): the dry run checks and lists a tag for every module go.work
 // names and makes none; the run makes them, annotated, on HEAD, and says
 // how to push them; a second run refuses, the tags existing. A long run:
 // it compiles every module's API.
@@ -26,15 +26,7 @@ func TestTagDryRunThenTags(t *testing.T) {
 	longrun.Skip(t)
 	setGitIdentity(t)
 	dir := copyClone(t)
-	commitBaselines(t, dir)
-	r, err := openRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := r.version()
-	if err != nil {
-		t.Fatal(err)
-	}
+	version := cutRelease(t, dir)
 	var want []string
 	for _, d := range workModules(t, dir) {
 		tag := version
@@ -87,18 +79,14 @@ func TestTagDryRunThenTags(t *testing.T) {
 }
 
 // TestTagRefuses: each condition a release needs, broken in a copy of the
-// working tree, keeps every tag from being made, and the script says
+// working tree once cutRelease has made it a release commit, keeps every tag from being made, and the script says
 // which and why. The cases whose cheap checks fail do not compile the
 // modules' APIs; the last one does, so the whole is a long run.
 func TestTagRefuses(t *testing.T) {
 	longrun.Skip(t)
 	setGitIdentity(t)
 	base := copyClone(t)
-	commitBaselines(t, base)
-	version, err := mustRepo(t, base).version()
-	if err != nil {
-		t.Fatal(err)
-	}
+	version := cutRelease(t, base)
 	for _, c := range []struct {
 		name   string
 		break_ func(t *testing.T, dir string)

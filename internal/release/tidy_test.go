@@ -7,13 +7,57 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq/internal/longrun"
+	"golang.org/x/mod/modfile"
 )
+
+// keptOut are the modules, by path prefix, that the root module must not
+// require, directly or not: a plotting library and a browser driver,
+// which the modules of their own that need them (sim, cmd/azqd) require,
+// so that they stay out of the module graph of every module using azq.
+var keptOut = []string{"gonum.org/", "github.com/chromedp/"}
+
+// keptOutOf lists the modules of keptOut among paths.
+func keptOutOf(paths []string) []string {
+	var found []string
+	for _, p := range paths {
+		for _, k := range keptOut {
+			if strings.HasPrefix(p, k) {
+				found = append(found, p)
+			}
+		}
+	}
+	return found
+}
+
+// TestRootModuleRequiresNoPlotsNorBrowser reads the root go.mod: it lists
+// every module the root module's packages and tests need, so a package
+// that brought a plotting library or a browser driver back into the root
+// module fails here.
+func TestRootModuleRequiresNoPlotsNorBrowser(t *testing.T) {
+	file := filepath.Join(repoRoot(t), "go.mod")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(file, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range f.Require {
+		paths = append(paths, r.Mod.Path)
+	}
+	if found := keptOutOf(paths); len(found) > 0 {
+		t.Errorf("the root go.mod requires %s: move what needs it into a module of its own (sim, cmd/azqd)", strings.Join(found, ", "))
+	}
+}
 
 // TestTidy runs "release tidy" on a copy of the working tree: every
 // module is tidy already, so nothing changes; and with a requirement
 // dropped from cmd/azqd/go.mod, which has no replace of the root module,
-// tidy puts it back, and leaves the go.mod without a replace. A long run:
-// go mod tidy in every module, twice.
+// tidy puts it back, and leaves the go.mod without a replace; the root
+// module's whole graph (go mod graph), tidied, has none of keptOut. A
+// long run: go mod tidy in every module, twice.
 func TestTidy(t *testing.T) {
 	longrun.Skip(t)
 	setGitIdentity(t)
@@ -23,6 +67,17 @@ func TestTidy(t *testing.T) {
 	}
 	if st := runIn(t, dir, nil, "git", "status", "--porcelain"); st != "" {
 		t.Errorf("tidy changed a tidy working tree:\n%s\n%s", st, runIn(t, dir, nil, "git", "diff"))
+	}
+
+	var graph []string
+	for _, l := range strings.Split(runIn(t, dir, []string{"GOWORK=off"}, "go", "mod", "graph"), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			path, _, _ := strings.Cut(f[1], "@")
+			graph = append(graph, path)
+		}
+	}
+	if found := keptOutOf(graph); len(found) > 0 {
+		t.Errorf("the root module's graph has %s", strings.Join(found, ", "))
 	}
 
 	gomod := filepath.Join(dir, "cmd", "azqd", "go.mod")

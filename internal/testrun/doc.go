@@ -8,9 +8,10 @@
 //	go run ./internal/testrun -long      # and then the long runs, as CI does
 //
 // It runs go test -json with the race detector over the root module and
-// azqd's module (./... ./cmd/azqd/...), two packages a core at once
-// (-p; many tests wait on processes, sockets and the disk). It first says
-// what it runs and, from go list, how many packages; a first run's
+// azqd's, azqload's and the simulator's modules (./... ./cmd/azqd/...
+// ./cmd/azqload/... ./sim/... ./cmd/azqsim/...), two packages a core at
+// once (-p; many tests wait on processes, sockets and the disk). It first
+// says what it runs and, from go list, how many packages; a first run's
 // module downloads come there, and its compiling takes minutes before
 // the first package ends. Then it prints each package's line as go test
 // does, numbered as the packages end ([12/47]), and the output of each

@@ -18,9 +18,10 @@ import (
 	"github.com/azqlib/azq/internal/longrun"
 )
 
-// defaultPackages are the README's: the root module's packages and
-// azqd's, a module of its own that go.work adds.
-var defaultPackages = []string{"./cmd/azqd/...", "./..."}
+// defaultPackages are the README's: the root module's packages and those
+// of the modules of their own that go.work adds and ./... leaves out
+// (azqd's, azqload's, the simulator's and its command's).
+var defaultPackages = []string{"./cmd/azqd/...", "./cmd/azqload/...", "./cmd/azqsim/...", "./sim/...", "./..."}
 
 func main() {
 	long := flag.Bool("long", false, "after the tests, run the long runs they skipped, with "+longrun.Env+"=1")

@@ -1,4 +1,4 @@
-package ui_test
+package uibrowser_test
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/internal/browsertest"
+	"github.com/azqlib/azq/cmd/azqd/internal/browsertest"
 	"github.com/azqlib/azq/ui"
 	"github.com/chromedp/chromedp"
 )
 
-var screenshots = flag.String("ui.screenshots", "", "write screenshots of the UI (ui.png, ui-queue.png) into this `directory`, such as ../docs")
+var screenshots = flag.String("ui.screenshots", "", "write screenshots of the UI (ui.png, ui-queue.png) into this `directory`, such as ../../../../docs")
 
 func textOf(sel string) string {
 	return fmt.Sprintf(`(document.querySelector(%q) || {}).textContent`, sel)

@@ -159,6 +159,13 @@ func TestPodman(t *testing.T) {
 		return strings.TrimSpace(p.run("top", name, "huser"))
 	}
 
+	t.Run("-version", func(t *testing.T) {
+		args := append(append([]string{"run", "--rm"}, p.limits...), ref, "azqd", "-version")
+		if got, want := p.run(args...), wantVersion(t); !strings.HasPrefix(got, want) {
+			t.Errorf("azqd -version in podman: %q, want %q…", got, want)
+		}
+	})
+
 	t.Run("CMD", func(t *testing.T) {
 		name := unique("azqd-test-")
 		ct := start(t, name, nil)

@@ -87,7 +87,7 @@ LABEL org.opencontainers.image.description="Azure Queue Storage emulator: the Az
 LABEL org.opencontainers.image.licenses="MIT"
 # No curl in a scratch image: azqd asks its own health endpoint, and
 # exits 0 when healthy, 1 when not. It assumes the default queue port.
-HEALTHCHECK --interval=5s --timeout=5s --start-period=5s --retries=3 CMD ["azqd", "-healthcheck", "http://127.0.0.1:10001/_azq/health"]
+HEALTHCHECK --interval=5s --timeout=4s --start-period=5s --retries=3 CMD ["azqd", "-healthcheck", "http://127.0.0.1:10001/_azq/health"]
 # Listen on every interface of the container; the connection strings azqd
 # prints name 127.0.0.1, which is right for a published port.
 CMD ["azqd", "-addr", "0.0.0.0:10001"]

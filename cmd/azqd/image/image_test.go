@@ -276,7 +276,7 @@ func TestImageConfig(t *testing.T) {
 		t.Errorf("ExposedPorts %v", c.ExposedPorts)
 	}
 	want := &v1.HealthConfig{Test: []string{"CMD", "azqd", "-healthcheck", "http://127.0.0.1:10001/_azq/health"},
-		Interval: 5 * time.Second, Timeout: 5 * time.Second, StartPeriod: 5 * time.Second, Retries: 3}
+		Interval: 5 * time.Second, Timeout: 4 * time.Second, StartPeriod: 5 * time.Second, Retries: 3}
 	if !reflect.DeepEqual(c.Healthcheck, want) {
 		t.Errorf("Healthcheck %+v, want %+v", c.Healthcheck, want)
 	}

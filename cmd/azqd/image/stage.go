@@ -207,8 +207,8 @@ func oneLine(c instructions.Command) string {
 		code = s.String()
 	}
 	code = strings.Join(strings.Fields(strings.ReplaceAll(code, "\\\n", " ")), " ")
-	if len(code) > 120 {
-		code = code[:117] + "..."
+	if r := []rune(code); len(r) > 120 {
+		code = string(r[:117]) + "..."
 	}
 	return code
 }

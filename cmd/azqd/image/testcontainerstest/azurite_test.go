@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -147,9 +148,77 @@ func TestAzuriteModuleStartsAzqd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	roundTrip(ctx, t, svc)
+
+	// It is azqd that served, as its start-up line in the container's
+	// log says.
+	logs, err := ctr.Logs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(logs)
+	logs.Close()
+	if !strings.Contains(string(b), "azqd: Queue service is successfully listening at http://0.0.0.0:10001") {
+		t.Errorf("the container's log is not azqd's:\n%s", b)
+	}
+}
+
+// TestAzuriteModuleDefaultServices starts the image with the module's
+// defaults, all three services, as versions before v0.40.0 always do
+// (entrypoint azurite, with --blobHost, --queueHost and --tableHost): the
+// module waits for the three ports, queues work, and the blob port
+// refuses with 501 NotImplemented, saying that azqd serves queues only.
+func TestAzuriteModuleDefaultServices(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	loadImage(ctx, t)
+
+	ctr, err := azurite.Run(ctx, imageName)
+	testcontainers.CleanupContainer(t, ctr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueURL, err := ctr.QueueServiceURL(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := azqueue.NewSharedKeyCredential(azurite.AccountName, azurite.AccountKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := azqueue.NewServiceClientWithSharedKeyCredential(queueURL+"/"+azurite.AccountName, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(ctx, t, svc)
+
+	blobURL, err := ctr.BlobServiceURL(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, blobURL+"/"+azurite.AccountName+"?comp=list", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented || resp.Header.Get("x-ms-error-code") != "NotImplemented" ||
+		!strings.Contains(string(body), "azqd serves the Azure Queue service only") {
+		t.Errorf("the blob port answered %s (%s): %s; want 501 NotImplemented from azqd", resp.Status, resp.Header.Get("x-ms-error-code"), body)
+	}
+}
+
+// roundTrip creates a queue through svc, puts a message, gets it back and
+// deletes it.
+func roundTrip(ctx context.Context, t *testing.T, svc *azqueue.ServiceClient) {
+	t.Helper()
 	q := svc.NewQueueClient("testcontainers")
 	if _, err := q.Create(ctx, nil); err != nil {
-		t.Fatalf("create the queue at %s: %v", serviceURL, err)
+		t.Fatalf("create the queue at %s: %v", svc.URL(), err)
 	}
 	if _, err := q.EnqueueMessage(ctx, "hello from testcontainers-go", nil); err != nil {
 		t.Fatalf("put: %v", err)
@@ -164,17 +233,5 @@ func TestAzuriteModuleStartsAzqd(t *testing.T) {
 	m := got.Messages[0]
 	if _, err := q.DeleteMessage(ctx, *m.MessageID, *m.PopReceipt, nil); err != nil {
 		t.Fatalf("delete: %v", err)
-	}
-
-	// It is azqd that served, as its start-up line in the container's
-	// log says.
-	logs, err := ctr.Logs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(logs)
-	logs.Close()
-	if !strings.Contains(string(b), "azqd: Queue service is successfully listening at http://0.0.0.0:10001") {
-		t.Errorf("the container's log is not azqd's:\n%s", b)
 	}
 }

@@ -1,6 +1,6 @@
 # azqd, the Azure Queue Storage emulator, as a small static image.
 #
-#   docker build -t azqd .
+#   docker build --build-arg AZQD_REVISION=$(git rev-parse HEAD) -t azqd .
 #   docker run --rm -p 10001:10001 azqd
 #
 # The image answers to Azurite's queue command lines too, with a volume:
@@ -26,7 +26,8 @@
 # instruction of the build stage in order, each RUN under /bin/sh -c with
 # its own Go toolchain in place of golang's image, rewriting the stage's
 # own absolute paths (WORKDIR /src, the output /out) to that directory
-# and refusing any other; then makes each COPY --from of the final stage
+# and refusing any other, with the build stage's ARG from its
+# -build-arg; then makes each COPY --from of the final stage
 # a layer and its other instructions the configuration. An instruction
 # it cannot carry out as an engine would stops it with an error.
 
@@ -52,11 +53,21 @@ ENV GOWORK=off
 COPY go.mod go.sum ./
 COPY cmd/azqd/go.mod cmd/azqd/go.sum ./cmd/azqd/
 COPY postgres/go.mod postgres/go.sum ./postgres/
+# -x lists each download as it goes, which a first build waits minutes for.
 RUN cd cmd/azqd && cp go.mod clone.mod && cp go.sum clone.sum && \
     go mod edit -replace=github.com/azqlib/azq=../.. -replace=github.com/azqlib/azq/postgres=../../postgres clone.mod && \
-    go mod download -modfile=clone.mod
+    go mod download -x -modfile=clone.mod
 COPY . .
-RUN cd cmd/azqd && CGO_ENABLED=0 go build -modfile=clone.mod -trimpath -ldflags="-s -w" -o /out/usr/local/bin/azqd .
+# The commit azqd is built from, for azqd -version: the build context has
+# no .git, so Go records none. cmd/azqd/image gives it (git rev-parse
+# HEAD, with -dirty for changes not committed); give it to an engine so:
+#
+#   docker build --build-arg AZQD_REVISION=$(git rev-parse HEAD) -t azqd .
+#
+# Without it, azqd -version says "no VCS revision in this build".
+ARG AZQD_REVISION
+RUN cd cmd/azqd && CGO_ENABLED=0 go build -modfile=clone.mod -trimpath \
+    -ldflags="-s -w -X github.com/azqlib/azq/internal/buildinfo.revision=${AZQD_REVISION}" -o /out/usr/local/bin/azqd .
 # Azurite's command names, for compose files and test containers written
 # for Azurite's image; both start azqd, which serves queues only.
 RUN ln -s azqd /out/usr/local/bin/azurite-queue && ln -s azqd /out/usr/local/bin/azurite
@@ -76,7 +87,7 @@ LABEL org.opencontainers.image.description="Azure Queue Storage emulator: the Az
 LABEL org.opencontainers.image.licenses="MIT"
 # No curl in a scratch image: azqd asks its own health endpoint, and
 # exits 0 when healthy, 1 when not. It assumes the default queue port.
-HEALTHCHECK --interval=5s --timeout=5s --start-period=5s --retries=3 CMD ["azqd", "-healthcheck", "http://127.0.0.1:10001/_azq/health"]
+HEALTHCHECK --interval=5s --timeout=4s --start-period=5s --retries=3 CMD ["azqd", "-healthcheck", "http://127.0.0.1:10001/_azq/health"]
 # Listen on every interface of the container; the connection strings azqd
 # prints name 127.0.0.1, which is right for a published port.
 CMD ["azqd", "-addr", "0.0.0.0:10001"]

@@ -357,3 +357,50 @@ func azuriteAddr(host, port, flagHost, flagPort, portFlag string) (string, error
 	}
 	return net.JoinHostPort(host, port), nil
 }
+
+// azuriteCommand refuses, with what to type instead, the name of one of
+// Azurite's programs given to azqd as its first argument ("azqd
+// azurite-queue --location /data"), where flag parsing stops. azqd takes
+// Azurite's flags itself, under any program name: the image's
+// azurite-queue and azurite are links to azqd, so that command lines
+// written for Azurite's image start it. It returns nil when rest, the
+// arguments left after the flags, does not start with such a name.
+func azuriteCommand(rest []string) error {
+	if len(rest) == 0 {
+		return nil
+	}
+	name, flags := rest[0], rest[1:]
+	switch name {
+	case "azurite", "azurite-queue":
+		bare := "azqd"
+		linked := "./" + name
+		if len(flags) > 0 {
+			bare += " " + shellJoin(flags)
+			linked += " " + shellJoin(flags)
+		}
+		return &hintError{
+			fmt.Errorf("%q is Azurite's command, not an argument of azqd", name),
+			fmt.Sprintf("azqd takes Azurite's flags itself: %s; or run azqd under that name, as the image does with a link: ln -s \"$(command -v azqd)\" %s && %s", bare, name, linked),
+		}
+	case "azurite-blob", "azurite-table":
+		return &hintError{
+			fmt.Errorf("%q is Azurite's command for a service azqd does not serve", name),
+			"azqd serves the Queue service only; azurite-queue's flags (--queueHost, --queuePort, --location …) are azqd's own: azqd -h lists them",
+		}
+	}
+	return nil
+}
+
+// shellJoin joins args for a command line to copy into a shell, quoting
+// those that need it.
+func shellJoin(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,@%+") == "" {
+			quoted[i] = a
+		} else {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
+}

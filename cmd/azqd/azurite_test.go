@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +206,50 @@ func TestRefusedServiceInUse(t *testing.T) {
 	}
 	if stdout.Len() != 0 {
 		t.Fatalf("printed %q before failing", stdout.String())
+	}
+}
+
+// TestAzuriteCommandAsArgument: Azurite's command name given to azqd as
+// an argument, as people type it after reading an Azurite command line,
+// is refused with the command that works: azqd with the same flags, or
+// azqd under that name, as the image's link runs it.
+func TestAzuriteCommandAsArgument(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"azurite-queue", "--queueHost", "0.0.0.0", "--location", "/data"}, []string{
+			`azqd: "azurite-queue" is Azurite's command, not an argument of azqd`,
+			`azqd: hint: azqd takes Azurite's flags itself: azqd --queueHost 0.0.0.0 --location /data; or run azqd under that name, as the image does with a link: ln -s "$(command -v azqd)" azurite-queue && ./azurite-queue --queueHost 0.0.0.0 --location /data`,
+			"azqd -h for help",
+		}},
+		{[]string{"azurite", "-l", "my data"}, []string{
+			`azqd: "azurite" is Azurite's command, not an argument of azqd`,
+			`azqd: hint: azqd takes Azurite's flags itself: azqd -l 'my data'; or run azqd under that name, as the image does with a link: ln -s "$(command -v azqd)" azurite && ./azurite -l 'my data'`,
+			"azqd -h for help",
+		}},
+		{[]string{"azurite-queue"}, []string{
+			`azqd: "azurite-queue" is Azurite's command, not an argument of azqd`,
+			`azqd: hint: azqd takes Azurite's flags itself: azqd; or run azqd under that name, as the image does with a link: ln -s "$(command -v azqd)" azurite-queue && ./azurite-queue`,
+			"azqd -h for help",
+		}},
+		{[]string{"azurite-blob", "--blobHost", "0.0.0.0"}, []string{
+			`azqd: "azurite-blob" is Azurite's command for a service azqd does not serve`,
+			"azqd: hint: azqd serves the Queue service only; azurite-queue's flags (--queueHost, --queuePort, --location …) are azqd's own: azqd -h lists them",
+			"azqd -h for help",
+		}},
+	} {
+		var stdout, stderr strings.Builder
+		_, err := parseFlags(c.args, &stdout, &stderr)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v, want a usage error", c.args, err)
+		}
+		if got := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); !slices.Equal(got, c.want) {
+			t.Errorf("%q: stderr\n%q\nwant\n%q", c.args, got, c.want)
+		}
+	}
+	// The suggested command works: azqd takes the flags as they were.
+	if _, err := parseFlags([]string{"--queueHost", "0.0.0.0", "--location", t.TempDir()}, io.Discard, io.Discard); err != nil {
+		t.Errorf("the suggested command line: %v", err)
 	}
 }

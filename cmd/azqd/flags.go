@@ -298,6 +298,9 @@ func parseArgs(args []string) (*config, *flag.FlagSet, error) {
 		return nil, fs, err
 	}
 	if fs.NArg() > 0 {
+		if err := azuriteCommand(fs.Args()); err != nil {
+			return nil, fs, err
+		}
 		return nil, fs, fmt.Errorf("unexpected arguments %q: azqd takes flags only", fs.Args())
 	}
 	if err := checkAddr(cfg.addr); err != nil {

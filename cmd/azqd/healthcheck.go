@@ -16,8 +16,12 @@ import (
 )
 
 // healthcheckTimeout bounds azqd -healthcheck: a container engine runs the
-// check every few seconds and must not wait on a stuck one for long.
-const healthcheckTimeout = 5 * time.Second
+// check every few seconds and must not wait on a stuck one for long (its
+// own default timeout is 30 s). It is below the image's HEALTHCHECK
+// --timeout (4 s), so that a check of an azqd that does not answer ends
+// with its reason in the container's health log, not killed by the engine
+// without one.
+const healthcheckTimeout = 2 * time.Second
 
 // healthcheck is azqd -healthcheck URL, the health check of the scratch
 // image, which has no curl: it asks URL (azqd's GET /_azq/health) and

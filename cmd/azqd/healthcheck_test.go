@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHealthcheck runs azqd -healthcheck against a running azqd (healthy)
@@ -59,5 +60,36 @@ func TestHealthcheck(t *testing.T) {
 				t.Errorf("printed %q on stdout for an unhealthy azqd", out.String())
 			}
 		})
+	}
+}
+
+// TestHealthcheckBounded runs azqd -healthcheck against a server that
+// accepts the connection and never answers, as a stuck azqd does: the
+// check fails, saying so, within its bound, and so before the image's
+// HEALTHCHECK --timeout, well before the 30 s container engines default
+// to. A real-clock test: the bound is the check's own, on the real clock,
+// and it waits for it (2 s).
+func TestHealthcheckBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // never accepted: the kernel completes the connection, no one answers
+	start := time.Now()
+	err = run(context.Background(), []string{"-healthcheck", "http://" + ln.Addr().String() + "/_azq/health"}, io.Discard, io.Discard)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "did not answer within "+healthcheckTimeout.String()) {
+		t.Fatalf("got %v, want unhealthy: did not answer within %v", err, healthcheckTimeout)
+	}
+	// The image's HEALTHCHECK --timeout, which the image's tests check
+	// against the Dockerfile.
+	const imageTimeout = 4 * time.Second
+	if healthcheckTimeout >= imageTimeout {
+		t.Errorf("the check's bound %v is not below the image's HEALTHCHECK --timeout %v", healthcheckTimeout, imageTimeout)
+	}
+	// Not before its bound; and after it, well within what an engine
+	// allows, however busy the machine.
+	if took < healthcheckTimeout || took > 15*time.Second {
+		t.Errorf("the check took %v, want its bound, %v", took, healthcheckTimeout)
 	}
 }

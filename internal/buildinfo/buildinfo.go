@@ -17,20 +17,41 @@ import (
 //	v0.1.0 (module github.com/azqlib/azq/cmd/azqd@v0.1.0; go1.26.8)
 //	v0.1.0 (no VCS revision in this build; go1.26.8)
 //
-// The first is a build in a clone (modified: with changes not committed);
-// the second is one by go install …@version, which records no revision;
-// the third is a build without VCS information, as -buildvcs=false or a
+// The first is a build in a clone (modified: with changes not committed),
+// or one whose builder gave the revision to the linker (revision); the
+// second is one by go install …@version, which records no revision; the
+// third is a build without VCS information, as -buildvcs=false or a
 // source tree outside version control gives.
 func Describe() string {
 	bi, ok := debug.ReadBuildInfo()
-	return describe(azq.Version, bi, ok)
+	return describe(azq.Version, revision, bi, ok)
 }
 
-// describe is Describe for version and the build information bi, which
-// ok says was available.
-func describe(version string, bi *debug.BuildInfo, ok bool) string {
+// revision is the commit a build without VCS information was made from,
+// which its builder gives to the linker:
+//
+//	go build -ldflags="-X github.com/azqlib/azq/internal/buildinfo.revision=$(git rev-parse HEAD)"
+//
+// A "-dirty" suffix (git describe --dirty's) says that the sources had
+// changes not committed. The container image's build sets it from its
+// AZQD_REVISION build argument: its build context has no .git, so Go
+// records no revision there. "" when no builder set it.
+var revision string
+
+// dirtySuffix marks a revision given to the linker whose sources had
+// changes not committed.
+const dirtySuffix = "-dirty"
+
+// describe is Describe for version, the revision given to the linker
+// (stamped, or ""), and the build information bi, which ok says was
+// available. The revision Go recorded comes first; the linker's stands in
+// for it when Go recorded none.
+func describe(version, stamped string, bi *debug.BuildInfo, ok bool) string {
 	if !ok || bi == nil {
-		return version + " (no build information in this binary)"
+		if stamped == "" {
+			return version + " (no build information in this binary)"
+		}
+		bi = &debug.BuildInfo{}
 	}
 	var vcs, rev string
 	modified := false
@@ -43,6 +64,10 @@ func describe(version string, bi *debug.BuildInfo, ok bool) string {
 		case "vcs.modified":
 			modified = s.Value == "true"
 		}
+	}
+	if rev == "" && stamped != "" {
+		vcs = "git"
+		rev, modified = strings.CutSuffix(stamped, dirtySuffix)
 	}
 	var about []string
 	switch {

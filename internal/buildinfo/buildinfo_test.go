@@ -25,26 +25,36 @@ func TestDescribe(t *testing.T) {
 	}
 	main := func(path, version string) debug.Module { return debug.Module{Path: path, Version: version} }
 	for _, c := range []struct {
-		name string
-		bi   *debug.BuildInfo
-		ok   bool
-		want string
+		name    string
+		stamped string // the revision given to the linker
+		bi      *debug.BuildInfo
+		ok      bool
+		want    string
 	}{
-		{"a clean clone", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq/cmd/azqd", "(devel)"), Settings: vcs("false")},
+		{"a clean clone", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq/cmd/azqd", "(devel)"), Settings: vcs("false")},
 			true, "v0.1.0 (git revision " + rev + "; go1.26.8)"},
-		{"a clone with changes", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq", "(devel)"), Settings: vcs("true")},
+		{"a clone with changes", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq", "(devel)"), Settings: vcs("true")},
 			true, "v0.1.0 (git revision " + rev + ", modified; go1.26.8)"},
 		// Go 1.24 and later stamp a pseudo-version from the VCS too; the
 		// revision says more.
-		{"a clone, pseudo-version", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq", "v0.1.1-0.20261127133031-9d8f06d0e1f2+dirty"), Settings: vcs("true")},
+		{"a clone, pseudo-version", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq", "v0.1.1-0.20261127133031-9d8f06d0e1f2+dirty"), Settings: vcs("true")},
 			true, "v0.1.0 (git revision " + rev + ", modified; go1.26.8)"},
-		{"-buildvcs=false", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq", "(devel)"), Settings: []debug.BuildSetting{{Key: "-buildvcs", Value: "false"}}},
+		{"-buildvcs=false", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq", "(devel)"), Settings: []debug.BuildSetting{{Key: "-buildvcs", Value: "false"}}},
 			true, "v0.1.0 (no VCS revision in this build; go1.26.8)"},
-		{"go install …@v0.1.0", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq/cmd/azqd", "v0.1.0")},
+		{"go install …@v0.1.0", "", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq/cmd/azqd", "v0.1.0")},
 			true, "v0.1.0 (module github.com/azqlib/azq/cmd/azqd@v0.1.0; go1.26.8)"},
-		{"no build information", nil, false, "v0.1.0 (no build information in this binary)"},
+		{"no build information", "", nil, false, "v0.1.0 (no build information in this binary)"},
+		// The container image's build: no VCS information in its
+		// context, the revision given to the linker.
+		{"the linker's revision", rev, &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq/cmd/azqd", "(devel)"), Settings: []debug.BuildSetting{{Key: "-trimpath", Value: "true"}}},
+			true, "v0.1.0 (git revision " + rev + "; go1.26.8)"},
+		{"the linker's revision, dirty", rev + "-dirty", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq/cmd/azqd", "(devel)")},
+			true, "v0.1.0 (git revision " + rev + ", modified; go1.26.8)"},
+		{"Go's revision before the linker's", "0123456789abcdef0123456789abcdef01234567", &debug.BuildInfo{GoVersion: "go1.26.8", Main: main("github.com/azqlib/azq", "(devel)"), Settings: vcs("false")},
+			true, "v0.1.0 (git revision " + rev + "; go1.26.8)"},
+		{"the linker's revision, no build information", rev, nil, false, "v0.1.0 (git revision " + rev + ")"},
 	} {
-		if got := describe("v0.1.0", c.bi, c.ok); got != c.want {
+		if got := describe("v0.1.0", c.stamped, c.bi, c.ok); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
@@ -61,7 +71,8 @@ func TestDescribeThisBinary(t *testing.T) {
 // TestDescribeRealBuilds builds a program that prints Describe() twice,
 // in a Git repository of its own, with and without -buildvcs, and runs
 // both builds: the first names the repository's revision, the second says
-// it has none. (A build in a clone records the revision the same way; the
+// it has none, unless the revision is given to the linker, as the
+// container image's build does. (A build in a clone records the revision the same way; the
 // test makes a repository of its own as Go records none in a linked
 // worktree, where the repository's .git is a file.) It runs the go
 // command four times, seconds even with a warm build cache: a long run.
@@ -114,10 +125,10 @@ func TestDescribeRealBuilds(t *testing.T) {
 	rev := git("rev-parse", "HEAD")
 
 	bins := t.TempDir() // outside the repository, which they would modify
-	build := func(buildvcs string) string {
+	build := func(buildvcs string, flags ...string) string {
 		t.Helper()
 		bin := filepath.Join(bins, "probe-"+buildvcs)
-		run(goEnv, "go", "build", "-buildvcs="+buildvcs, "-o", bin, ".")
+		run(goEnv, "go", append(append([]string{"build", "-buildvcs=" + buildvcs}, flags...), "-o", bin, ".")...)
 		return run(nil, bin)
 	}
 	if got, want := build("true"), azq.Version+" (git revision "+rev+"; go"; !strings.HasPrefix(got, want) {
@@ -125,6 +136,11 @@ func TestDescribeRealBuilds(t *testing.T) {
 	}
 	if got, want := build("false"), azq.Version+" (no VCS revision in this build; go"; !strings.HasPrefix(got, want) {
 		t.Errorf("built with -buildvcs=false: %q, want %q…", got, want)
+	}
+	// The container image's build: no VCS information, the revision
+	// given to the linker.
+	if got, want := build("false", "-ldflags=-X github.com/azqlib/azq/internal/buildinfo.revision="+rev), azq.Version+" (git revision "+rev+"; go"; !strings.HasPrefix(got, want) {
+		t.Errorf("built with -buildvcs=false and the revision given to the linker: %q, want %q…", got, want)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not committed\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -24,14 +24,32 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
+// buildOptions are what a build takes besides its context.
+type buildOptions struct {
+	// created is every time in the image.
+	created time.Time
+	// args are the build arguments, as docker build --build-arg gives
+	// them, by name.
+	args map[string]string
+	// progress is where the build reports each step, and the output of
+	// its RUN steps; nil discards them.
+	progress io.Writer
+}
+
 // buildImage builds the image of the Dockerfile at the repository's root
 // repo, as a container engine would with repo as the build context: it
 // carries out the build stage here (runBuildStage) and makes a layer of
 // each COPY --from of the final stage, with the final stage's
 // configuration, for linux on the architecture Go builds for (GOARCH, by
-// default this machine's). Every time in it is created, so that the same
-// source and toolchain give the same image, byte for byte.
-func buildImage(ctx context.Context, repo string, created time.Time) (v1.Image, error) {
+// default this machine's). Every time in it is opts.created, so that the
+// same source, build arguments and toolchain give the same image, byte
+// for byte.
+func buildImage(ctx context.Context, repo string, opts buildOptions) (v1.Image, error) {
+	progress := opts.progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	created := opts.created
 	f, err := os.Open(filepath.Join(repo, "Dockerfile"))
 	if err != nil {
 		return nil, err
@@ -56,18 +74,23 @@ func buildImage(ctx context.Context, repo string, created time.Time) (v1.Image, 
 	// A container's processes create files with umask 022, whatever
 	// this process's is.
 	defer setUmask(setUmask(0o022))
-	stage, err := runBuildStage(ctx, d, bc, final.sources(), baseEnv(goarch))
+	stage, unused, err := runBuildStage(ctx, d, bc, final.sources(), baseEnv(goarch), opts.args, progress)
 	if stage != nil {
 		defer os.RemoveAll(stage.root)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("Dockerfile: %v", err)
 	}
+	for _, k := range unused {
+		// As docker build, which warns and builds.
+		fmt.Fprintf(progress, "image: warning: build argument %s: no ARG of the build stage declares it\n", k)
+	}
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	files := map[string]string{} // the image's files: path in the image (no leading /) to path here
-	for _, c := range final.copies {
+	for i, c := range final.copies {
+		fmt.Fprintf(progress, "image: layer %d/%d: %s\n", i+1, len(final.copies), c.createdBy)
 		src, err := stage.host(c.src)
 		if err != nil {
 			return nil, fmt.Errorf("Dockerfile: %s: %v", c.createdBy, err)

@@ -118,3 +118,82 @@ func TestComposeFile(t *testing.T) {
 	get(t, ct.conn, "compose", "hello")
 	ct.stop()
 }
+
+// docsCommands are the docker commands of docs/emulator.md's shell
+// blocks, each split into words, up to a comment; shell substitutions
+// ($(…)) stay one word.
+func docsCommands(t *testing.T) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "emulator.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds [][]string
+	inSh := false
+	for _, l := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(l, "```sh"):
+			inSh = true
+		case strings.HasPrefix(l, "```"):
+			inSh = false
+		case inSh && strings.HasPrefix(l, "docker "):
+			l, _, _ = strings.Cut(l, " #")
+			cmds = append(cmds, strings.Fields(l))
+		}
+	}
+	return cmds
+}
+
+// docsRunImage is the image a docker run command of the docs runs: its
+// first word after run's options.
+func docsRunImage(argv []string) string {
+	withValue := map[string]bool{"-p": true, "-v": true, "-e": true, "--name": true, "--user": true, "-u": true, "--build-arg": true}
+	for i := 2; i < len(argv); i++ {
+		switch {
+		case withValue[argv[i]]:
+			i++
+		case !strings.HasPrefix(argv[i], "-"):
+			return argv[i]
+		}
+	}
+	return ""
+}
+
+// TestDocsNameTheImage checks that the docs, the compose file and the
+// builder name the image alike: docker build -t in the docs, the image of
+// each docker run there, compose's image, and the name the builder gives
+// the docker-archive, which docker load and podman load give the image.
+func TestDocsNameTheImage(t *testing.T) {
+	var built string
+	runs := 0
+	for _, argv := range docsCommands(t) {
+		switch argv[1] {
+		case "build":
+			if i := indexOf(argv, "-t"); i > 0 && i+1 < len(argv) {
+				built = argv[i+1]
+			}
+		case "run":
+			runs++
+			if got := docsRunImage(argv); got != built {
+				t.Errorf("%q runs image %q; the docs build %q", strings.Join(argv, " "), got, built)
+			}
+		}
+	}
+	if built == "" || runs == 0 {
+		t.Fatalf("the docs build %q and run it %d times; want docker build -t and docker run", built, runs)
+	}
+	if defaultTag != built+":latest" {
+		t.Errorf("the builder names the image %q; the docs' docker build -t %s names it %s:latest", defaultTag, built, built)
+	}
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "compose", "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f composeFile
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Services["azurite"].Image; got != built {
+		t.Errorf("the compose file's image %q; the docs build %q", got, built)
+	}
+}

@@ -46,11 +46,64 @@ func writeTree(t *testing.T, dir string, files map[string]string) {
 // buildFixture builds the image of a build context made of files.
 func buildFixture(t *testing.T, files map[string]string) (v1.Image, error) {
 	t.Helper()
+	return buildFixtureWith(t, files, buildOptions{})
+}
+
+// buildFixtureWith is buildFixture with the build arguments and progress
+// of opts.
+func buildFixtureWith(t *testing.T, files map[string]string, opts buildOptions) (v1.Image, error) {
+	t.Helper()
 	dir := t.TempDir()
 	writeTree(t, dir, files)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return buildImage(ctx, dir, time.Unix(1e9, 0).UTC())
+	opts.created = time.Unix(1e9, 0).UTC()
+	return buildImage(ctx, dir, opts)
+}
+
+// TestBuildArgs builds a context whose build stage declares build
+// arguments, as docker build carries them out: an ARG takes the value
+// given, or its default, or stays unset; an ENV of the same name wins
+// over it; a build argument no ARG declares is a warning. The progress
+// report names each step and shows a RUN's output as it comes.
+func TestBuildArgs(t *testing.T) {
+	files := map[string]string{"Dockerfile": `FROM x AS build
+WORKDIR /src
+ARG GIVEN
+ARG DEFAULTED=from-default OVERRIDDEN=default
+ARG UNSET
+ENV OVERRIDDEN=from-env
+RUN echo said by RUN && mkdir /out && printf '%s|%s|%s|%s\n' "$GIVEN" "$DEFAULTED" "$OVERRIDDEN" "${UNSET-unset}" > /out/args.txt
+FROM scratch
+COPY --from=build /out/ /out/
+`}
+	var progress strings.Builder
+	img, err := buildFixtureWith(t, files, buildOptions{
+		args:     map[string]string{"GIVEN": "from-build-arg", "OVERRIDDEN": "from-build-arg", "EXTRA": "x"},
+		progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := layerBodies(t, layers[0])["out/args.txt"], "from-build-arg|from-default|from-env|unset\n"; got != want {
+		t.Errorf("args.txt %q, want %q", got, want)
+	}
+	for _, want := range []string{
+		"image: build stage, step 1/6: WORKDIR /src\n",
+		"image: build stage, step 2/6: ARG GIVEN\n",
+		"image: build stage, step 6/6: RUN echo said by RUN",
+		"\n    said by RUN\nimage: step 6 done in ",
+		"image: warning: build argument EXTRA: no ARG of the build stage declares it\n",
+		"image: layer 1/1: COPY --from=build /out/ /out/\n",
+	} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
+	}
 }
 
 // fixture is a small build context whose Dockerfile uses every
@@ -212,7 +265,7 @@ func TestDockerfileRefused(t *testing.T) {
 		{"RUN before WORKDIR", "FROM x AS build\nRUN true" + final, "no WORKDIR yet"},
 		{"RUN --mount", "FROM x AS build\nWORKDIR /src\nRUN --mount=type=cache,target=/root/.cache true" + final, "not supported"},
 		{"RUN exec form", "FROM x AS build\nWORKDIR /src\nRUN [\"true\"]" + final, "exec form is not supported"},
-		{"ARG", "FROM x AS build\nARG V=1\nWORKDIR /src" + final, "line 2: ARG"},
+		{"ARG in the final stage", "FROM x AS build\nWORKDIR /src" + final + "ARG V=1\n", "line 5: ARG in the final stage"},
 		{"a meta ARG", "ARG V=1\nFROM x AS build" + final, "build arguments are not supported"},
 		{"ADD", "FROM x AS build\nWORKDIR /src\nADD a.txt ." + final, "line 3: ADD"},
 		{"COPY of a file .dockerignore leaves out", "FROM x AS build\nWORKDIR /src\nCOPY ignored.txt ." + final, "ignored.txt: not in the build context"},

@@ -34,7 +34,9 @@ import (
 // removes, so that the machine's images stay as they are. Times differ
 // (the engine's are the build's) and are not compared; the engine adds
 // its own label (io.buildah.version), and the Go builder the release
-// label, and buildah the build container's host name.
+// label, and buildah the build container's host name. The build gets
+// the revision the Go builder gives (AZQD_REVISION), and its azqd
+// -version names it.
 func TestEngineBuildsTheSameImage(t *testing.T) {
 	needRoot(t) // rootful podman
 	p := newPodman(t)
@@ -95,12 +97,20 @@ ENV PATH=/usr/local/go/bin:/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr
 		"-v", goenv["GOROOT"]+":/usr/local/go:ro",
 		"-v", goenv["GOMODCACHE"]+":/go/pkg/mod",
 		"-v", goenv["GOCACHE"]+":/root/.cache/go-build",
+		"--build-arg", revisionArg+"="+revision(t),
 		"-t", "localhost/azqd-test-engine:built", repoRoot(t))
 	archive := filepath.Join(t.TempDir(), "engine.tar")
 	p.run("save", "--format", "docker-archive", "-o", archive, "localhost/azqd-test-engine:built")
 	engine, err := tarball.ImageFromPath(archive, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// The engine's azqd names the release and the commit, as the
+	// Dockerfile says to build it with AZQD_REVISION.
+	azqd := filepath.Join(unpack(t, engine), "usr", "local", "bin", "azqd")
+	if out, err := exec.Command(azqd, "-version").Output(); err != nil || !strings.HasPrefix(string(out), wantVersion(t)) {
+		t.Errorf("the engine's azqd -version: %q (%v), want %q…", out, err, wantVersion(t))
 	}
 
 	ours := image(t).img

@@ -80,7 +80,7 @@ func image(t testing.TB) *builtImage {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
 			var out strings.Builder
-			if imageErr = run(ctx, []string{"-repo", repoRoot(t), "-oci", b.oci, "-docker-archive", b.archive}, &out); imageErr != nil {
+			if imageErr = run(ctx, []string{"-repo", repoRoot(t), "-oci", b.oci, "-docker-archive", b.archive}, &out, io.Discard); imageErr != nil {
 				return
 			}
 		}
@@ -276,7 +276,7 @@ func TestImageConfig(t *testing.T) {
 		t.Errorf("ExposedPorts %v", c.ExposedPorts)
 	}
 	want := &v1.HealthConfig{Test: []string{"CMD", "azqd", "-healthcheck", "http://127.0.0.1:10001/_azq/health"},
-		Interval: 5 * time.Second, Timeout: 5 * time.Second, StartPeriod: 5 * time.Second, Retries: 3}
+		Interval: 5 * time.Second, Timeout: 4 * time.Second, StartPeriod: 5 * time.Second, Retries: 3}
 	if !reflect.DeepEqual(c.Healthcheck, want) {
 		t.Errorf("Healthcheck %+v, want %+v", c.Healthcheck, want)
 	}
@@ -324,7 +324,7 @@ func TestImageReproducible(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	again, err := buildImage(ctx, repoRoot(t), b.cf.Created.Time)
+	again, err := buildImage(ctx, repoRoot(t), buildOptions{created: b.cf.Created.Time, args: map[string]string{revisionArg: revision(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,6 +334,38 @@ func TestImageReproducible(t *testing.T) {
 	if _, err := name.NewTag(defaultTag); err != nil {
 		t.Error(err)
 	}
+}
+
+// revision is the AZQD_REVISION the command gives a build of this
+// clone, which the image under test was built with.
+func revision(t testing.TB) string {
+	t.Helper()
+	rev, err := gitRevision(context.Background(), repoRoot(t))
+	if err != nil {
+		t.Fatalf("the clone's revision: %v", err)
+	}
+	return rev
+}
+
+// wantVersion is the start of what azqd -version in the image under test
+// prints: azq's release, from the clone's version.go, and the clone's
+// revision, which the build gave it.
+func wantVersion(t testing.TB) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "version.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^const Version = "(v[^"]+)"`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("version.go declares no const Version")
+	}
+	rev, dirty := strings.CutSuffix(revision(t), "-dirty")
+	want := fmt.Sprintf("azqd %s (git revision %s", m[1], rev)
+	if dirty {
+		want += ", modified"
+	}
+	return want + "; go"
 }
 
 // TestImageSize measures the image and checks the Dockerfile's figures

@@ -22,6 +22,14 @@
 //
 // The image is reproducible: its times are SOURCE_DATE_EPOCH, or the Unix
 // epoch when that is unset, as ko makes them.
+//
+// It gives the Dockerfile's build arguments as -build-arg NAME=VALUE, as
+// docker build --build-arg does, and AZQD_REVISION, unless given, as the
+// commit the repository has checked out (git rev-parse HEAD, with
+// "-dirty" when git status lists changes), which azqd -version in the
+// image then names: the build context has no .git, so Go records none.
+// It reports each step on stderr as it goes; the first build downloads
+// azqd's modules and compiles them, which takes minutes.
 package main
 
 import (
@@ -31,7 +39,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -42,45 +53,111 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+// run is the command: it prints the image's digest and sizes on stdout,
+// and its progress on stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	repo := fs.String("repo", ".", "the repository's root `dir`, where the Dockerfile is")
 	oci := fs.String("oci", "", "write the image as an OCI image layout into `dir` (created; must not hold one already)")
 	archive := fs.String("docker-archive", "", "write the image as a docker-archive tarball to `file`, for docker load and podman load")
 	tag := fs.String("tag", defaultTag, "the image's `name` in the docker-archive")
+	buildArgs := buildArgFlag{}
+	fs.Var(buildArgs, "build-arg", "a build argument, `NAME=VALUE`, as docker build --build-arg gives it; repeatable. AZQD_REVISION defaults to the checked-out commit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || (*oci == "" && *archive == "") {
-		return errors.New("usage: image [-repo dir] -oci dir | -docker-archive file [-tag name]")
+		return errors.New("usage: image [-repo dir] [-build-arg NAME=VALUE]… -oci dir | -docker-archive file [-tag name]")
 	}
 	created, err := sourceDate()
 	if err != nil {
 		return err
 	}
-	img, err := buildImage(ctx, *repo, created)
+	if _, ok := buildArgs[revisionArg]; !ok {
+		rev, err := gitRevision(ctx, *repo)
+		if err != nil {
+			fmt.Fprintf(stderr, "image: warning: %v: azqd -version in the image will name no revision (give -build-arg %s=COMMIT)\n", err, revisionArg)
+		} else {
+			buildArgs[revisionArg] = rev
+		}
+	}
+	fmt.Fprintf(stderr, "image: building %s (%s=%s); a first build downloads azqd's modules and compiles them, which takes minutes\n",
+		filepath.Join(*repo, "Dockerfile"), revisionArg, buildArgs[revisionArg])
+	img, err := buildImage(ctx, *repo, buildOptions{created: created, args: buildArgs, progress: stderr})
 	if err != nil {
 		return err
 	}
-	if err := write(img, *oci, *archive, *tag); err != nil {
+	if err := write(img, *oci, *archive, *tag, stderr); err != nil {
 		return err
 	}
 	return summary(stdout, img)
 }
 
-// defaultTag names the image in a docker-archive.
-const defaultTag = "localhost/azqd:latest"
+// defaultTag names the image in a docker-archive: what docker build -t
+// azqd names it, which docker load and podman load then give it, so
+// that the docs' docker run … azqd and compose's image: azqd find it.
+const defaultTag = "azqd:latest"
+
+// revisionArg is the Dockerfile's build argument for the commit azqd is
+// built from, which its build gives to the linker for azqd -version.
+const revisionArg = "AZQD_REVISION"
+
+// buildArgFlag is -build-arg NAME=VALUE, repeated.
+type buildArgFlag map[string]string
+
+func (b buildArgFlag) String() string { return "" }
+
+func (b buildArgFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q: want NAME=VALUE", s)
+	}
+	b[k] = v
+	return nil
+}
+
+// gitRevision is the commit the clone at repo has checked out, with
+// "-dirty" when git status lists changes (untracked files included, as
+// Go's own VCS stamping counts them), as azqd -version reads
+// AZQD_REVISION.
+func gitRevision(ctx context.Context, repo string) (string, error) {
+	git := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	rev, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	status, err := git("status", "--porcelain")
+	if err != nil {
+		return "", err
+	}
+	if status != "" {
+		rev += "-dirty"
+	}
+	return rev, nil
+}
 
 // write writes img as an OCI image layout into oci and as a
-// docker-archive tarball to archive, each unless "".
-func write(img v1.Image, oci, archive, tag string) error {
+// docker-archive tarball to archive, each unless "", saying so on
+// progress.
+func write(img v1.Image, oci, archive, tag string, progress io.Writer) error {
 	if oci != "" {
+		fmt.Fprintf(progress, "image: writing the OCI image layout %s\n", oci)
 		p, err := layout.Write(oci, empty.Index)
 		if err != nil {
 			return err
@@ -94,6 +171,7 @@ func write(img v1.Image, oci, archive, tag string) error {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(progress, "image: writing the docker-archive %s, image %s (docker load -i %s)\n", archive, tag, archive)
 		if err := tarball.WriteToFile(archive, ref, img); err != nil {
 			return err
 		}

@@ -159,6 +159,36 @@ func TestPodman(t *testing.T) {
 		return strings.TrimSpace(p.run("top", name, "huser"))
 	}
 
+	t.Run("-version", func(t *testing.T) {
+		args := append(append([]string{"run", "--rm"}, p.limits...), ref, "azqd", "-version")
+		if got, want := p.run(args...), wantVersion(t); !strings.HasPrefix(got, want) {
+			t.Errorf("azqd -version in podman: %q, want %q…", got, want)
+		}
+	})
+
+	// The docs' docker run … azqd azqd -version, by the docs' name for
+	// the image, which the archive the builder names gives it. Only with
+	// CI's archive, which is loaded under that name; a test's own image
+	// has a name of its own, so that a developer's azqd stays.
+	t.Run("the docs' docker run -version", func(t *testing.T) {
+		if os.Getenv("AZQD_IMAGE_ARCHIVE") == "" {
+			t.Skip("the test's image is not loaded under the docs' name; CI's (AZQD_IMAGE_ARCHIVE) is")
+		}
+		var docs []string
+		for _, argv := range docsCommands(t) {
+			if argv[1] == "run" && slices.Contains(argv, "-version") {
+				docs = argv
+			}
+		}
+		if docs == nil {
+			t.Fatal("the docs run no azqd -version")
+		}
+		args := append(append([]string{"run"}, p.limits...), docs[2:]...)
+		if got, want := p.run(args...), wantVersion(t); !strings.HasPrefix(got, want) {
+			t.Errorf("podman %s: %q, want %q…", strings.Join(args, " "), got, want)
+		}
+	})
+
 	t.Run("CMD", func(t *testing.T) {
 		name := unique("azqd-test-")
 		ct := start(t, name, nil)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -457,6 +458,15 @@ func TestImageRuns(t *testing.T) {
 		}
 	}
 
+	// The release and the commit the image holds, which the build
+	// context's missing .git would hide.
+	t.Run("-version", func(t *testing.T) {
+		code, out := exitCode(t, command(t, root, c, imageUser(t, c), []string{"azqd", "-version"}))
+		if want := wantVersion(t); code != 0 || !strings.HasPrefix(out, want) {
+			t.Errorf("azqd -version exited %d: %q, want %q…", code, out, want)
+		}
+	})
+
 	t.Run("CMD", func(t *testing.T) {
 		mountData(t, root, imageData, newVolume)
 		ct := serve(t, command(t, root, c, imageUser(t, c), withPort(c.Cmd)), startLines)
@@ -574,6 +584,27 @@ func TestImageCommandsServe(t *testing.T) {
 		cmd.Path, cmd.Dir, cmd.SysProcAttr = filepath.Join(root, cmd.Path), root, nil
 		return cmd
 	}
+	// An azqd that accepts and never answers: the image's health check
+	// fails, saying so, within the HEALTHCHECK's timeout, so that the
+	// engine records the reason instead of killing the check.
+	t.Run("health check of a server that never answers", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close() // never accepted: the kernel completes the connection, no one answers
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		start := time.Now()
+		code, out := exitCode(t, run(healthArgs(t, c, port)))
+		took := time.Since(start)
+		if code != 1 || !strings.Contains(out, "did not answer within") {
+			t.Errorf("exited %d, want 1 with the reason:\n%s", code, out)
+		}
+		if took >= c.Healthcheck.Timeout {
+			t.Errorf("the check took %v, not within the HEALTHCHECK's timeout, %v", took, c.Healthcheck.Timeout)
+		}
+	})
+
 	for _, argv := range [][]string{
 		c.Cmd,
 		{"azurite-queue", "--queueHost", "0.0.0.0", "--inMemoryPersistence", "--loose", "--skipApiVersionCheck"},

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 )
@@ -104,31 +107,42 @@ func baseEnv(goarch string) []string {
 
 // runBuildStage carries out the build stage's instructions, in order, in
 // a new temporary directory standing for the stage's filesystem (the
-// caller removes stageFS.root): WORKDIR makes the directory; ENV sets
-// the environment its RUN steps get; COPY copies from the build context;
-// RUN runs /bin/sh -c with its command, with the stage's own directories,
-// in it and in ENV's values, rewritten to where they are here. outputs
-// are the directories the final stage copies from, which are the stage's
-// own from the start.
-func runBuildStage(ctx context.Context, d *dockerfile, bc *buildContext, outputs []string, base []string) (*stageFS, error) {
+// caller removes stageFS.root): WORKDIR makes the directory; ARG takes
+// its build argument from buildArgs, or its default; ENV and ARG set the
+// environment its RUN steps get, ENV's value winning over ARG's as in
+// docker build; COPY copies from the build context; RUN runs /bin/sh -c
+// with its command, with the stage's own directories, in it and in the
+// variables' values, rewritten to where they are here. outputs are the
+// directories the final stage copies from, which are the stage's own
+// from the start. It reports each step on progress, with a RUN's output
+// as it comes, and returns the build arguments no ARG declared.
+func runBuildStage(ctx context.Context, d *dockerfile, bc *buildContext, outputs []string, base []string, buildArgs map[string]string, progress io.Writer) (*stageFS, []string, error) {
 	root, err := os.MkdirTemp("", "azqd-build-stage-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &stageFS{root: root}
 	for _, o := range outputs {
 		s.addOwn(o)
 	}
-	var vars []string // the stage's ENV, as the stage names paths
+	var args []string // the stage's ARG, as the stage names paths
+	var vars []string // the stage's ENV, likewise
+	declared := map[string]bool{}
 	workdir := ""
-	for _, c := range d.build.Commands {
-		env := slices.Clone(base)
+	for i, c := range d.build.Commands {
+		fmt.Fprintf(progress, "image: build stage, step %d/%d: %s\n", i+1, len(d.build.Commands), oneLine(c))
+		stageVars := slices.Clone(args)
 		for _, kv := range vars {
+			k, v, _ := strings.Cut(kv, "=")
+			stageVars = setEnv(stageVars, k, v)
+		}
+		env := slices.Clone(base)
+		for _, kv := range stageVars {
 			k, v, _ := strings.Cut(kv, "=")
 			env = setEnv(env, k, v)
 		}
 		if err := d.expand(c, env); err != nil {
-			return s, fmt.Errorf("%s: %v", at(c, strings.ToUpper(c.Name())), err)
+			return s, nil, fmt.Errorf("%s: %v", at(c, strings.ToUpper(c.Name())), err)
 		}
 		var err error
 		switch c := c.(type) {
@@ -147,6 +161,15 @@ func runBuildStage(ctx context.Context, d *dockerfile, bc *buildContext, outputs
 			if hp, err = s.host(workdir); err == nil {
 				err = os.MkdirAll(hp, 0o755)
 			}
+		case *instructions.ArgCommand:
+			for _, kv := range c.Args {
+				declared[kv.Key] = true
+				if v, ok := buildArgs[kv.Key]; ok {
+					args = setEnv(args, kv.Key, v)
+				} else if kv.Value != nil {
+					args = setEnv(args, kv.Key, *kv.Value)
+				}
+			}
 		case *instructions.EnvCommand:
 			for _, kv := range c.Env {
 				vars = setEnv(vars, kv.Key, kv.Value)
@@ -154,15 +177,40 @@ func runBuildStage(ctx context.Context, d *dockerfile, bc *buildContext, outputs
 		case *instructions.CopyCommand:
 			err = s.copy(c, bc, workdir)
 		case *instructions.RunCommand:
-			err = s.run(ctx, c, base, vars, workdir)
+			start := time.Now()
+			err = s.run(ctx, c, base, stageVars, workdir, progress)
+			if err == nil {
+				fmt.Fprintf(progress, "image: step %d done in %.1fs\n", i+1, time.Since(start).Seconds())
+			}
 		default:
 			err = fmt.Errorf("the builder does not carry it out in the build stage")
 		}
 		if err != nil {
-			return s, fmt.Errorf("%s: %v", at(c, strings.ToUpper(c.Name())), err)
+			return s, nil, fmt.Errorf("%s: %v", at(c, strings.ToUpper(c.Name())), err)
 		}
 	}
-	return s, nil
+	var unused []string
+	for k := range buildArgs {
+		if !declared[k] {
+			unused = append(unused, k)
+		}
+	}
+	slices.Sort(unused)
+	return s, unused, nil
+}
+
+// oneLine is a Dockerfile instruction as written, on one line and cut
+// short, for progress reports.
+func oneLine(c instructions.Command) string {
+	code := strings.ToUpper(c.Name())
+	if s, ok := c.(fmt.Stringer); ok {
+		code = s.String()
+	}
+	code = strings.Join(strings.Fields(strings.ReplaceAll(code, "\\\n", " ")), " ")
+	if r := []rune(code); len(r) > 120 {
+		code = string(r[:117]) + "..."
+	}
+	return code
 }
 
 // errNoWorkdir refuses a relative path before the stage's first
@@ -208,8 +256,10 @@ func (s *stageFS) copy(c *instructions.CopyCommand, bc *buildContext, workdir st
 }
 
 // run carries out a RUN in its shell form: /bin/sh -c with the command,
-// rewritten, in the working directory, with base and the stage's ENV.
-func (s *stageFS) run(ctx context.Context, c *instructions.RunCommand, base, vars []string, workdir string) error {
+// rewritten, in the working directory, with base and the stage's ARG
+// and ENV, vars. The command's output goes to progress, each line
+// indented, as it comes; on a failure the error holds it too.
+func (s *stageFS) run(ctx context.Context, c *instructions.RunCommand, base, vars []string, workdir string, progress io.Writer) error {
 	switch {
 	case len(c.FlagsUsed) > 0:
 		return fmt.Errorf("options %q are not supported", c.FlagsUsed)
@@ -238,8 +288,48 @@ func (s *stageFS) run(ctx context.Context, c *instructions.RunCommand, base, var
 	}
 	sh := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
 	sh.Dir, sh.Env = dir, env
-	if out, err := sh.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, out)
+	var out bytes.Buffer
+	shown := &indenter{w: progress, indent: "    "}
+	sh.Stdout = io.MultiWriter(&out, shown)
+	sh.Stderr = sh.Stdout
+	err = sh.Run()
+	shown.flush()
+	if err != nil {
+		return fmt.Errorf("%v\n%s", err, out.Bytes())
 	}
 	return nil
+}
+
+// indenter writes each line written to it to w, after indent; a last
+// line without a newline waits for flush.
+type indenter struct {
+	w       io.Writer
+	indent  string
+	pending []byte // the line begun and not ended yet
+}
+
+func (in *indenter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			in.pending = append(in.pending, p...)
+			break
+		}
+		line := append(in.pending, p[:i+1]...)
+		in.pending = nil
+		if _, err := fmt.Fprintf(in.w, "%s%s", in.indent, line); err != nil {
+			return n, err
+		}
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush writes the line begun, if any.
+func (in *indenter) flush() {
+	if len(in.pending) > 0 {
+		fmt.Fprintf(in.w, "%s%s\n", in.indent, in.pending)
+		in.pending = nil
+	}
 }

@@ -163,6 +163,11 @@ func (q *request) fail(err error) {
 		panic(http.ErrAbortHandler)
 	}
 	e := failure(err)
+	if e.StatusCode >= 500 {
+		// The answer says only what Azure would; what the back end
+		// said (a database's error, say) goes to the log.
+		q.cause = err
+	}
 	q.answerError(e, errorMessage(e))
 }
 
@@ -280,6 +285,8 @@ var azureMessages = map[azq.ErrorCode]string{
 	"ResourceNotFound":                    "The specified resource does not exist.",
 	"UnsupportedHttpVerb":                 "The resource doesn't support specified Http Verb.",
 	"InternalError":                       "Server encountered an internal error. Please try again after some time.",
+	"OperationTimedOut":                   "The operation could not be completed within the permitted time.",
+	"ServerBusy":                          "The server is currently unable to receive requests. Please retry your request.",
 	"CorsPreflightFailure":                "CORS not enabled or no matching rule found for this request.",
 }
 
@@ -302,6 +309,23 @@ func errorMessage(e *azq.Error) string {
 // NetworkError), never as 500 InternalError.
 func (q *request) clientGone(err error) bool {
 	return errors.Is(err, context.Canceled) && q.r.Context().Err() != nil
+}
+
+// timedOutError is a back end's error at the request's deadline, answered
+// as Azure's 500 OperationTimedOut; it unwraps to the back end's error,
+// which the log records.
+type timedOutError struct {
+	answer *azq.Error
+	cause  error
+}
+
+func (e *timedOutError) Unwrap() []error { return []error{e.answer, e.cause} }
+
+func (e *timedOutError) Error() string { return e.answer.Error() + ": " + e.cause.Error() }
+
+func errOperationTimedOut(cause error) error {
+	return &timedOutError{&azq.Error{Code: "OperationTimedOut", StatusCode: http.StatusInternalServerError,
+		Message: azureMessages["OperationTimedOut"]}, cause}
 }
 
 func errInternal() *azq.Error {

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
@@ -143,12 +142,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var services map[string]azq.QueueService
 	if cfg.postgresURL != "" {
-		var pool *pgxpool.Pool
-		if services, pool, err = openPostgres(ctx, cfg); err != nil {
+		if services, err = openPostgres(ctx, cfg); err != nil {
 			return err
 		}
-		// Closed after the Services, which api.Close closes.
-		defer pool.Close()
 	} else {
 		warnAzuriteWorkspace(cfg.dataDir, cfg.accounts, stderr)
 		if services, err = openData(cfg, ctl, stdout, storageLogger(logger, stderr)); err != nil {
@@ -198,7 +194,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	admin := &adminHandler{api: api, ctl: ctl, version: buildinfo.Describe(), guard: newAdminGuard(cfg),
-		storage: storageStates(services), databases: pingers(services)}
+		storage: storageStates(services), databases: pingers(services, logger)}
 	if inj != nil {
 		admin.faults = &faultControl{inj: inj}
 	}

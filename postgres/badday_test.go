@@ -90,7 +90,14 @@ func count(t *testing.T, q *postgres.Queue) int {
 // otherwise insert the message once the lock is released, after the
 // caller was told that the Put failed.
 func TestTimedOutPutIsNotApplied(t *testing.T) {
-	s := open(t, postgres.Options{})
+	srv := pgtest.Shared(t)
+	// One connection, so that the Put before has the statements prepared
+	// on the connection of the Put that waits.
+	s, err := postgres.Open(context.Background(), srv.URL()+"&pool_max_conns=1", &postgres.Options{Schema: srv.NewSchema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	q := newQueue(t, s)
 	// A Put before, so that the connection has the statement prepared
 	// and the next one sends it at once, to wait on the lock.
@@ -101,7 +108,7 @@ func TestTimedOutPutIsNotApplied(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := q.Put(ctx, "late", nil)
+	_, err = q.Put(ctx, "late", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Put on a locked table: %v, want the context's deadline", err)
 	}

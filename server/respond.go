@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
 )
 
 // serverHeader is the Server header Azure's queue service sends.
@@ -163,7 +164,7 @@ func (q *request) fail(err error) {
 		panic(http.ErrAbortHandler)
 	}
 	e := failure(err)
-	if e.StatusCode >= 500 {
+	if e.StatusCode >= 500 && (err != error(e) || e.Message != "") {
 		// The answer says only what Azure would; what the back end
 		// said (a database's error, say) goes to the log.
 		q.cause = err
@@ -294,6 +295,15 @@ func errorMessage(e *azq.Error) string {
 	if e.Message == msgCORSHeaderMissing {
 		// Azure's message for this case, not the code's usual one.
 		return e.Message
+	}
+	if e.Code == "ServerBusy" {
+		// Azure has a message for each reason of its own (faults.Reason);
+		// any other, a back end's, may name what it runs on.
+		for _, r := range faults.Reasons {
+			if e.Message == r.Message() {
+				return e.Message
+			}
+		}
 	}
 	if m, ok := azureMessages[e.Code]; ok {
 		return m

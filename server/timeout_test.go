@@ -151,15 +151,19 @@ func TestRequestTimeoutAnswersOperationTimedOut(t *testing.T) {
 // host or socket; that message goes to the log.
 func TestServerErrorsAnswerAzureMessages(t *testing.T) {
 	for _, tc := range []struct {
+		name    string
 		err     *azq.Error
 		message string
 	}{
-		{&azq.Error{Code: "ServerBusy", StatusCode: 503, Message: "the database is unavailable: dial unix /run/secret/.s.PGSQL.5432 user=alice"},
+		{"ServerBusy", &azq.Error{Code: "ServerBusy", StatusCode: 503, Message: "the database is unavailable: dial unix /run/secret/.s.PGSQL.5432 user=alice"},
 			"The server is currently unable to receive requests. Please retry your request."},
-		{&azq.Error{Code: "InternalError", StatusCode: 500, Message: "the database failed: relation /run/secret user=alice"},
+		{"InternalError", &azq.Error{Code: "InternalError", StatusCode: 500, Message: "the database failed: relation /run/secret user=alice"},
 			"Server encountered an internal error. Please try again after some time."},
+		// One of Azure's own reasons for ServerBusy is kept.
+		{"ServerBusyReason", &azq.Error{Code: "ServerBusy", StatusCode: 503, Message: "Operations per second is over the account limit."},
+			"Operations per second is over the account limit."},
 	} {
-		t.Run(string(tc.err.Code), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			var logs syncBuffer
 			hs := putServer(t, &logs, func(ctx context.Context) (azq.Message, error) { return azq.Message{}, tc.err })
 			r := putRequest(t, hs, "")
@@ -167,7 +171,7 @@ func TestServerErrorsAnswerAzureMessages(t *testing.T) {
 			if strings.Contains(r.body, "secret") || strings.Contains(r.body, "alice") || !strings.Contains(r.body, "<Message>"+tc.message) {
 				t.Errorf("body: %s", r.body)
 			}
-			if log := logs.String(); !strings.Contains(log, "/run/secret") {
+			if log := logs.String(); !strings.Contains(log, tc.err.Message) {
 				t.Errorf("the back end's message is not in the log:\n%s", log)
 			}
 		})

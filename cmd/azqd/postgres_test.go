@@ -433,3 +433,73 @@ func TestPostgresBadDay(t *testing.T) {
 		t.Errorf("%d messages in account one after Puts that timed out", n)
 	}
 }
+
+// TestPostgresStandby: with a URL of two hosts and no
+// target_session_attrs=read-write, once the primary stops, azqd's
+// connections reach the standby, which answers reads and refuses writes:
+// the health check says the database is unavailable (the log says it is
+// a standby), and a Put is 503 ServerBusy, never a 500.
+func TestPostgresStandby(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary and a standby")
+	}
+	primary := pgtest.Start(t, pgtest.Options{})
+	standby := primary.StartStandby(t)
+	pu, err := url.Parse(primary.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	su, err := url.Parse(standby.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := pu.Query().Get("host") + "," + su.Query().Get("host")
+	d := start(t, "-postgres", "postgres://postgres@/postgres?sslmode=disable&host="+url.QueryEscape(hosts),
+		"-allow-anonymous", "-log-level", "error")
+	hdr := map[string]string{"x-ms-version": "2021-12-02"}
+	if status, body := send(t, "PUT", d.base+"/devstoreaccount1/jobs", "", nil, hdr); status != 201 {
+		t.Fatalf("creating the queue: %d %s", status, body)
+	}
+	ctx := testContext(t)
+	for {
+		conn, err := pgx.Connect(ctx, standby.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM azq_devstoreaccount1.queues WHERE name = 'jobs'").Scan(&n)
+		conn.Close(ctx)
+		if err == nil && n == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the standby never had the queue: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := primary.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	const put = "<QueueMessage><MessageText>m</MessageText></QueueMessage>"
+	for i := 0; !strings.Contains(d.stderr.String(), "standby"); i++ {
+		if i == 50 {
+			t.Fatalf("the health check never reached the standby; log:\n%s", d.stderr.String())
+		}
+		var h healthReply
+		adminCall(t, "GET", d.base+"/_azq/health", 503, &h)
+		if h.Reason != "account devstoreaccount1: the database is unavailable" {
+			t.Errorf("health: %+v", h)
+		}
+		status, body := send(t, "POST", d.base+"/devstoreaccount1/jobs/messages", "", strings.NewReader(put), hdr)
+		if status != 503 || !strings.Contains(body, "<Code>ServerBusy</Code>") {
+			t.Errorf("a Put with the primary down: %d %s, want 503 ServerBusy", status, body)
+		}
+	}
+	// On the standby now: still unhealthy, writes still 503.
+	var h healthReply
+	adminCall(t, "GET", d.base+"/_azq/health", 503, &h)
+	status, body := send(t, "POST", d.base+"/devstoreaccount1/jobs/messages", "", strings.NewReader(put), hdr)
+	if status != 503 || !strings.Contains(body, "<Code>ServerBusy</Code>") {
+		t.Errorf("a Put on the standby: %d %s, want 503 ServerBusy", status, body)
+	}
+}

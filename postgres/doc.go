@@ -27,6 +27,13 @@
 // account from a schema of the database, and any number of azqd on it
 // serve the same queues.
 //
+// Every operation is bounded: by its context, whose end cancels the
+// statement on the database (it rolls back); and by the statement and
+// lock timeouts that Open sets on its connections (Options), past which
+// it fails with 500 OperationTimedOut and takes no effect. A statement
+// that failed before it reached the database, on a connection that went
+// stale while the server restarted, runs once more on a live one.
+//
 // Open applies the embedded schema under an advisory lock, so replicas
 // that start together do not race. docs/postgres.md in the repository
 // says when to choose this back end, how to run it, its schema, its

@@ -13,26 +13,38 @@ import (
 )
 
 // The Azure error codes of a failure of the database: ServerBusy (503)
-// for a database that cannot be reached or that dropped the connection,
-// which Azure answers when it cannot serve a request for now and every
-// Azure SDK retries; InternalError (500) for any other.
+// for a database that cannot be reached, dropped the connection or cannot
+// take writes (a standby), which Azure answers when it cannot serve a
+// request for now and every Azure SDK retries; OperationTimedOut (500)
+// for an operation that the database gave up on at the back end's
+// statement or lock timeout, as Azure answers one that did not finish in
+// time; InternalError (500) for any other.
 const (
-	codeServerBusy    azq.ErrorCode = "ServerBusy"
-	codeInternalError azq.ErrorCode = "InternalError"
+	codeServerBusy        azq.ErrorCode = "ServerBusy"
+	codeOperationTimedOut azq.ErrorCode = "OperationTimedOut"
+	codeInternalError     azq.ErrorCode = "InternalError"
 )
 
 // DatabaseError is the error of an operation that the database failed,
 // as opposed to one it refused as a queue would (a missing queue or
 // message, a stale receipt: those are *azq.Error values that match azq's
 // sentinels). It carries an *azq.Error (503 ServerBusy when the database
-// could not be reached or dropped the connection, which is worth a retry;
-// else 500 InternalError), so that azq's REST server and the messaging
-// drivers report it as Azure reports its own failures, and it unwraps to
-// the driver's error. It matches none of azq's sentinels.
+// could not be reached, dropped the connection or is a standby, which is
+// worth a retry; 500 OperationTimedOut when the statement or lock timeout
+// ended it; else 500 InternalError), so that azq's REST server and the
+// messaging drivers report it as Azure reports its own failures, and it
+// unwraps to the driver's error. It matches none of azq's sentinels.
+//
+// The *azq.Error's message says only what failed ("the database is
+// unavailable"), never the driver's words, which name the database's
+// user, host or socket: it is what a client may be shown. Error adds the
+// driver's error, for the log.
 //
 // An operation that failed with a dropped connection may have taken
 // effect before the connection dropped, as a request to Azure may whose
 // answer was lost: a Put may have added its message, a Get hidden its.
+// One that the database ended at a timeout, or that it refused, took no
+// effect: each operation is one transaction, rolled back.
 type DatabaseError struct {
 	// Err is the error as an *azq.Error, with Azure's code and status.
 	Err *azq.Error
@@ -40,15 +52,20 @@ type DatabaseError struct {
 	Cause error
 }
 
-// Error returns the message, with the driver's error and the code.
-func (e *DatabaseError) Error() string { return e.Err.Error() }
+// Error returns the message and the code, then the driver's error.
+func (e *DatabaseError) Error() string { return e.Err.Error() + ": " + e.Cause.Error() }
 
 // Unwrap returns the *azq.Error and the driver's error, for errors.As.
 func (e *DatabaseError) Unwrap() []error { return []error{e.Err, e.Cause} }
 
-// Unavailable reports whether the database could not be reached or
-// dropped the connection: worth trying again.
+// Unavailable reports whether the database could not be reached, dropped
+// the connection or cannot take writes: worth trying again.
 func (e *DatabaseError) Unavailable() bool { return e.Err.Code == codeServerBusy }
+
+// TimedOut reports whether the database ended the operation at the
+// statement or lock timeout (Options.StatementTimeout, LockTimeout); it
+// took no effect.
+func (e *DatabaseError) TimedOut() bool { return e.Err.Code == codeOperationTimedOut }
 
 // dbError maps an error of the driver: the context's own error when ctx
 // ended (as the in-memory queue returns it), else a *DatabaseError.
@@ -56,7 +73,9 @@ func dbError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)) {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) || pgCode(err) == pgQueryCanceled) {
+		// pgQueryCanceled: the statement was canceled as ctx ended (see
+		// cancelOnContext); it took no effect.
 		return ctx.Err()
 	}
 	var de *DatabaseError
@@ -68,10 +87,50 @@ func dbError(ctx context.Context, err error) error {
 		return err // an answer of ours, passed through
 	}
 	code, status, what := codeInternalError, http.StatusInternalServerError, "the database failed the operation"
-	if unavailable(err) {
+	switch {
+	case unavailable(err):
 		code, status, what = codeServerBusy, http.StatusServiceUnavailable, "the database is unavailable"
+	case readOnly(err):
+		code, status, what = codeServerBusy, http.StatusServiceUnavailable, "the database is unavailable for writes"
+	case timedOut(err):
+		code, status, what = codeOperationTimedOut, http.StatusInternalServerError, "the database did not complete the operation in time"
 	}
-	return &DatabaseError{Err: &azq.Error{Code: code, StatusCode: status, Message: what + ": " + err.Error()}, Cause: err}
+	return &DatabaseError{Err: &azq.Error{Code: code, StatusCode: status, Message: what}, Cause: err}
+}
+
+// SQLSTATE codes the back end tells apart.
+const (
+	pgQueryCanceled       = "57014" // canceled: by a cancel request or the statement timeout
+	pgLockNotAvailable    = "55P03" // the lock timeout
+	pgReadOnlyTransaction = "25006" // a standby's answer to a write
+	pgFeatureNotSupported = "0A000" // a standby's answer to an unlogged table
+)
+
+// pgCode returns the SQLSTATE of err, "" if the server did not answer it.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// timedOut reports whether the database ended the statement at the
+// statement or lock timeout.
+func timedOut(err error) bool {
+	c := pgCode(err)
+	return c == pgQueryCanceled || c == pgLockNotAvailable
+}
+
+// readOnly reports whether err is a standby's refusal of a write: the
+// connection reached a server in recovery, which takes none until it is
+// promoted.
+func readOnly(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.Code == pgReadOnlyTransaction || pe.Code == pgFeatureNotSupported && strings.Contains(pe.Message, "during recovery")
 }
 
 // unavailable reports whether err says that the database could not be

@@ -19,7 +19,9 @@ func (s *Service) ServiceProperties(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	var doc []byte
-	if err := s.pool.QueryRow(ctx, s.sql.serviceProperties).Scan(&doc); err != nil {
+	if err := s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, s.sql.serviceProperties).Scan(&doc)
+	}); err != nil {
 		return nil, dbError(ctx, err)
 	}
 	return doc, nil
@@ -36,18 +38,20 @@ func (s *Service) UpdateServiceProperties(ctx context.Context, update func(store
 		return err
 	}
 	var updateErr error
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var stored []byte
-		if err := tx.QueryRow(ctx, s.sql.lockServiceProperties).Scan(&stored); err != nil {
+	err := s.retry(ctx, func(db querier) error {
+		return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			var stored []byte
+			if err := tx.QueryRow(ctx, s.sql.lockServiceProperties).Scan(&stored); err != nil {
+				return err
+			}
+			doc, err := update(stored)
+			if err != nil {
+				updateErr = err
+				return err
+			}
+			_, err = tx.Exec(ctx, s.sql.setServiceProperties, doc)
 			return err
-		}
-		doc, err := update(stored)
-		if err != nil {
-			updateErr = err
-			return err
-		}
-		_, err = tx.Exec(ctx, s.sql.setServiceProperties, doc)
-		return err
+		})
 	})
 	if updateErr != nil && errors.Is(err, updateErr) {
 		return updateErr

@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/internal/queuemeta"
@@ -69,24 +71,22 @@ func (q *Queue) Put(ctx context.Context, content string, opts *azq.PutOptions) (
 	if err := s.check(ctx); err != nil {
 		return azq.Message{}, err
 	}
+	if !storable(q.name) {
+		return azq.Message{}, queueNotFound(q.name)
+	}
 	var visibility time.Duration
 	if opts != nil {
 		visibility = opts.VisibilityTimeout
 	}
 	idRand, tag := newIDRand(), newTag()
-	b := &pgx.Batch{}
-	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.put, q.name, idRand, int64(visibility), int64(ttl), tag, contentParam(content), s.now())
-	br := s.pool.SendBatch(ctx, b)
 	var seq, inserted, visible, expires int64
 	var waited bool
-	_, err = br.Exec()
-	if err == nil {
-		err = br.QueryRow().Scan(&seq, &inserted, &visible, &expires, &waited)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err = s.retry(ctx, func(db querier) error {
+		b := &pgx.Batch{}
+		b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
+		b.Queue(s.sql.put, q.name, idRand, int64(visibility), int64(ttl), tag, contentParam(content), s.now())
+		return sendBatch(ctx, db, b, &seq, &inserted, &visible, &expires, &waited)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return azq.Message{}, queueNotFound(q.name)
 	}
@@ -141,35 +141,43 @@ func (q *Queue) AppendGet(ctx context.Context, dst []azq.Message, n int, visibil
 // dst.
 func (q *Queue) get(ctx context.Context, dst []azq.Message, n int, visibility time.Duration) ([]azq.Message, error) {
 	s := q.svc
-	rows, err := s.pool.Query(ctx, s.sql.get, q.name, s.now(), n, int64(visibility), newTag())
-	if err != nil {
-		return dst, dbError(ctx, err)
+	if !storable(q.name) {
+		return dst, queueNotFound(q.name)
 	}
-	defer rows.Close()
 	first := len(dst)
 	exists := true
-	for rows.Next() {
-		var was, seq, idRand pgtype.Int8
-		var inserted, visible, expires, dequeues, version, tag pgtype.Int8
-		var content string
-		if err := rows.Scan(&was, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
-			return dst[:first], dbError(ctx, err)
+	tag := newTag()
+	err := s.retry(ctx, func(db querier) error {
+		dst, exists = dst[:first], true
+		rows, err := db.Query(ctx, s.sql.get, q.name, s.now(), n, int64(visibility), tag)
+		if err != nil {
+			return err
 		}
-		if !seq.Valid { // nothing taken: the queue's id, if it exists
-			exists = idRand.Valid
-			continue
+		defer rows.Close()
+		for rows.Next() {
+			var was, seq, idRand pgtype.Int8
+			var inserted, visible, expires, dequeues, version, tag pgtype.Int8
+			var content string
+			if err := rows.Scan(&was, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues, &version, &tag); err != nil {
+				return err
+			}
+			if !seq.Valid { // nothing taken: the queue's id, if it exists
+				exists = idRand.Valid
+				continue
+			}
+			dst = append(dst, azq.Message{
+				ID:              messageID(seq.Int64, idRand.Int64),
+				Content:         content,
+				InsertionTime:   fromNanos(inserted.Int64),
+				ExpirationTime:  expirationTime(expires.Int64),
+				NextVisibleTime: fromNanos(visible.Int64),
+				DequeueCount:    dequeues.Int64,
+				PopReceipt:      makeReceipt(seq.Int64, version.Int64, tag.Int64),
+			})
 		}
-		dst = append(dst, azq.Message{
-			ID:              messageID(seq.Int64, idRand.Int64),
-			Content:         content,
-			InsertionTime:   fromNanos(inserted.Int64),
-			ExpirationTime:  expirationTime(expires.Int64),
-			NextVisibleTime: fromNanos(visible.Int64),
-			DequeueCount:    dequeues.Int64,
-			PopReceipt:      makeReceipt(seq.Int64, version.Int64, tag.Int64),
-		})
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return dst[:first], dbError(ctx, err)
 	}
 	if !exists {
@@ -182,7 +190,9 @@ func (q *Queue) get(ctx context.Context, dst []azq.Message, n int, visibility ti
 // if the queue does not exist, else notFound.
 func (q *Queue) exists(ctx context.Context, notFound error) error {
 	var id int64
-	err := q.svc.pool.QueryRow(ctx, q.svc.sql.queueID, q.name).Scan(&id)
+	err := q.svc.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, q.svc.sql.queueID, q.name).Scan(&id)
+	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return queueNotFound(q.name)
@@ -202,34 +212,41 @@ func (q *Queue) Peek(ctx context.Context, n int) ([]azq.Message, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.peek, q.name, s.now(), n)
-	if err != nil {
-		return nil, dbError(ctx, err)
+	if !storable(q.name) {
+		return nil, queueNotFound(q.name)
 	}
-	defer rows.Close()
-	msgs := []azq.Message{}
+	var msgs []azq.Message
 	exists := false
-	for rows.Next() {
-		var qid, seq, idRand pgtype.Int8
-		var inserted, visible, expires, dequeues pgtype.Int8
-		var content string
-		if err := rows.Scan(&qid, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues); err != nil {
-			return nil, dbError(ctx, err)
+	err := s.retry(ctx, func(db querier) error {
+		msgs, exists = []azq.Message{}, false
+		rows, err := db.Query(ctx, s.sql.peek, q.name, s.now(), n)
+		if err != nil {
+			return err
 		}
-		exists = qid.Valid
-		if !seq.Valid {
-			continue
+		defer rows.Close()
+		for rows.Next() {
+			var qid, seq, idRand pgtype.Int8
+			var inserted, visible, expires, dequeues pgtype.Int8
+			var content string
+			if err := rows.Scan(&qid, &seq, &idRand, textScanner{&content}, &inserted, &visible, &expires, &dequeues); err != nil {
+				return err
+			}
+			exists = qid.Valid
+			if !seq.Valid {
+				continue
+			}
+			msgs = append(msgs, azq.Message{
+				ID:              messageID(seq.Int64, idRand.Int64),
+				Content:         content,
+				InsertionTime:   fromNanos(inserted.Int64),
+				ExpirationTime:  expirationTime(expires.Int64),
+				NextVisibleTime: fromNanos(visible.Int64),
+				DequeueCount:    dequeues.Int64,
+			})
 		}
-		msgs = append(msgs, azq.Message{
-			ID:              messageID(seq.Int64, idRand.Int64),
-			Content:         content,
-			InsertionTime:   fromNanos(inserted.Int64),
-			ExpirationTime:  expirationTime(expires.Int64),
-			NextVisibleTime: fromNanos(visible.Int64),
-			DequeueCount:    dequeues.Int64,
-		})
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, dbError(ctx, err)
 	}
 	if !exists {
@@ -267,20 +284,18 @@ func (q *Queue) Update(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	if content != nil {
 		newContent = contentParam(*content)
 	}
+	if !storable(q.name) {
+		return azq.UpdateResult{}, queueNotFound(q.name)
+	}
 	newTag := newTag()
-	b := &pgx.Batch{}
-	b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
-	b.Queue(s.sql.update, q.name, seq, version, tag, int64(visibility), newTag, newContent, s.now(), idRand)
-	br := s.pool.SendBatch(ctx, b)
 	var visible, newVersion int64
 	var waited bool
-	_, err := br.Exec()
-	if err == nil {
-		err = br.QueryRow().Scan(&visible, &newVersion, &waited)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := s.retry(ctx, func(db querier) error {
+		b := &pgx.Batch{}
+		b.Queue(s.sql.lockQueue, s.keys.queueClass, s.keys.queue(q.name))
+		b.Queue(s.sql.update, q.name, seq, version, tag, int64(visibility), newTag, newContent, s.now(), idRand)
+		return sendBatch(ctx, db, b, &visible, &newVersion, &waited)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return azq.UpdateResult{}, q.exists(ctx, messageNotFound(id))
 	}
@@ -314,7 +329,12 @@ func (q *Queue) Delete(ctx context.Context, id azq.MessageID, receipt azq.PopRec
 	if !ok {
 		seq = -1 // see Update
 	}
-	err := s.pool.QueryRow(ctx, s.sql.delete, q.name, seq, version, tag, s.now(), idRand).Scan(&seq)
+	if !storable(q.name) {
+		return queueNotFound(q.name)
+	}
+	err := s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, s.sql.delete, q.name, seq, version, tag, s.now(), idRand).Scan(&seq)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.exists(ctx, messageNotFound(id))
 	}
@@ -328,8 +348,13 @@ func (q *Queue) Clear(ctx context.Context) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
+	if !storable(q.name) {
+		return queueNotFound(q.name)
+	}
 	var qid pgtype.Int8
-	if err := s.pool.QueryRow(ctx, s.sql.clear, q.name).Scan(&qid); err != nil {
+	if err := s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, s.sql.clear, q.name).Scan(&qid)
+	}); err != nil {
 		return dbError(ctx, err)
 	}
 	if !qid.Valid {
@@ -350,7 +375,9 @@ func (q *Queue) ApproximateCount(ctx context.Context) (int, error) {
 	}
 	var exists bool
 	var n int64
-	if err := s.pool.QueryRow(ctx, s.sql.count, id, s.now()).Scan(&exists, &n); err != nil {
+	if err := s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, s.sql.count, id, s.now()).Scan(&exists, &n)
+	}); err != nil {
 		return 0, dbError(ctx, err)
 	}
 	if !exists {
@@ -365,8 +392,13 @@ func (q *Queue) id(ctx context.Context) (int64, error) {
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
+	if !storable(q.name) {
+		return 0, queueNotFound(q.name)
+	}
 	var id int64
-	err := s.pool.QueryRow(ctx, s.sql.queueID, q.name).Scan(&id)
+	err := s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, s.sql.queueID, q.name).Scan(&id)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, queueNotFound(q.name)
 	}
@@ -396,7 +428,9 @@ func (q *Queue) Create(ctx context.Context, metadata map[string]string) (created
 	for {
 		var existingNames []string
 		var existingValues [][]byte
-		err := s.pool.QueryRow(ctx, s.sql.createQueue, q.name, names, values).Scan(&created, &existingNames, &existingValues)
+		err := s.retry(ctx, func(db querier) error {
+			return db.QueryRow(ctx, s.sql.createQueue, q.name, names, values).Scan(&created, &existingNames, &existingValues)
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			// A queue of that name was committed after the statement
 			// began (and maybe deleted again): look again.
@@ -426,7 +460,9 @@ func (q *Queue) Properties(ctx context.Context) (azq.Properties, error) {
 	var names []string
 	var values [][]byte
 	var n int64
-	err = s.pool.QueryRow(ctx, s.sql.properties, id, s.now()).Scan(&names, &values, &n)
+	err = s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, s.sql.properties, id, s.now()).Scan(&names, &values, &n)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return azq.Properties{}, queueNotFound(q.name)
 	}
@@ -446,9 +482,14 @@ func (q *Queue) SetMetadata(ctx context.Context, md map[string]string) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
+	if !storable(q.name) {
+		return queueNotFound(q.name)
+	}
 	names, values := metadataColumns(md)
 	var id int64
-	err := s.pool.QueryRow(ctx, s.sql.setMetadata, q.name, names, values).Scan(&id)
+	err := s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, s.sql.setMetadata, q.name, names, values).Scan(&id)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return queueNotFound(q.name)
 	}
@@ -462,35 +503,42 @@ func (q *Queue) AccessPolicies(ctx context.Context) ([]azq.AccessPolicy, error) 
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.accessPolicies, q.name)
-	if err != nil {
-		return nil, dbError(ctx, err)
+	if !storable(q.name) {
+		return nil, queueNotFound(q.name)
 	}
-	defer rows.Close()
 	var ps []azq.AccessPolicy
 	exists := false
-	for rows.Next() {
-		var qid pgtype.Int8
-		var pos pgtype.Int2
-		var id []byte
-		var startSec, expirySec pgtype.Int8
-		var startNsec, expiryNsec pgtype.Int4
-		var perm pgtype.Text
-		if err := rows.Scan(&qid, &pos, &id, &startSec, &startNsec, &expirySec, &expiryNsec, &perm); err != nil {
-			return nil, dbError(ctx, err)
+	err := s.retry(ctx, func(db querier) error {
+		ps, exists = nil, false
+		rows, err := db.Query(ctx, s.sql.accessPolicies, q.name)
+		if err != nil {
+			return err
 		}
-		exists = qid.Valid
-		if !pos.Valid {
-			continue
+		defer rows.Close()
+		for rows.Next() {
+			var qid pgtype.Int8
+			var pos pgtype.Int2
+			var id []byte
+			var startSec, expirySec pgtype.Int8
+			var startNsec, expiryNsec pgtype.Int4
+			var perm pgtype.Text
+			if err := rows.Scan(&qid, &pos, &id, &startSec, &startNsec, &expirySec, &expiryNsec, &perm); err != nil {
+				return err
+			}
+			exists = qid.Valid
+			if !pos.Valid {
+				continue
+			}
+			ps = append(ps, azq.AccessPolicy{
+				ID:         string(id),
+				Start:      policyTime(startSec, startNsec),
+				Expiry:     policyTime(expirySec, expiryNsec),
+				Permission: perm.String,
+			})
 		}
-		ps = append(ps, azq.AccessPolicy{
-			ID:         string(id),
-			Start:      policyTime(startSec, startNsec),
-			Expiry:     policyTime(expirySec, expiryNsec),
-			Permission: perm.String,
-		})
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, dbError(ctx, err)
 	}
 	if !exists {
@@ -527,18 +575,16 @@ func (q *Queue) SetAccessPolicies(ctx context.Context, ps []azq.AccessPolicy) er
 		expirySec[i], expiryNsec[i] = timeColumns(p.Expiry)
 		perms[i] = p.Permission
 	}
-	b := &pgx.Batch{}
-	b.Queue(s.sql.lockQueueRow, q.name)
-	b.Queue(s.sql.setAccessPolicies, q.name, ids, startSec, startNsec, expirySec, expiryNsec, perms)
-	br := s.pool.SendBatch(ctx, b)
+	if !storable(q.name) {
+		return queueNotFound(q.name)
+	}
 	var qid pgtype.Int8
-	_, err := br.Exec()
-	if err == nil {
-		err = br.QueryRow().Scan(&qid)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := s.retry(ctx, func(db querier) error {
+		b := &pgx.Batch{}
+		b.Queue(s.sql.lockQueueRow, q.name)
+		b.Queue(s.sql.setAccessPolicies, q.name, ids, startSec, startNsec, expirySec, expiryNsec, perms)
+		return sendBatch(ctx, db, b, &qid)
+	})
 	if err != nil {
 		return dbError(ctx, err)
 	}
@@ -567,4 +613,33 @@ func (q *Queue) OpenQueue(ctx context.Context, name string) (azq.MessageQueue, e
 		return nil, err
 	}
 	return r, nil
+}
+
+// sendBatch sends b, whose first statements return nothing to read and
+// whose last returns one row, scanned into dest: Put's and Update's lock,
+// then their statement. It returns the first error.
+func sendBatch(ctx context.Context, db querier, b *pgx.Batch, dest ...any) error {
+	br := db.SendBatch(ctx, b)
+	var err error
+	for range b.Len() - 1 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(dest...)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// storable reports whether a queue of the name could be in the database:
+// a text column holds valid UTF-8 without NUL, and the database refuses
+// any other string as a parameter. No queue has another name (Create
+// refuses it as invalid), so an operation on one finds none, as in
+// memory, without a statement.
+func storable(name string) bool {
+	return utf8.ValidString(name) && strings.IndexByte(name, 0) < 0
 }

@@ -169,7 +169,9 @@ type nextResult struct {
 // nextVisible looks up when the queue's first message becomes visible.
 func (q *Queue) nextVisible(ctx context.Context) (nextResult, error) {
 	var id, now, next pgtype.Int8
-	if err := q.svc.pool.QueryRow(ctx, q.svc.sql.nextVisible, q.name, q.svc.now()).Scan(&id, &now, &next); err != nil {
+	if err := q.svc.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, q.svc.sql.nextVisible, q.name, q.svc.now()).Scan(&id, &now, &next)
+	}); err != nil {
 		return nextResult{}, dbError(ctx, err)
 	}
 	if !id.Valid {
@@ -322,7 +324,12 @@ func (s *Service) wakeAt(ws *waitSet, at int64) {
 // the waiters learn of the change at the next notification of the queue,
 // or when the listener reconnects.
 func (s *Service) notify(ctx context.Context, name string) {
-	s.pool.Exec(context.WithoutCancel(ctx), s.sql.notify, s.channel, name)
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	s.retry(ctx, func(db querier) error {
+		_, err := db.Exec(ctx, s.sql.notify, s.channel, name)
+		return err
+	})
 }
 
 // wake wakes a waiter of the queue name, for a notification.
@@ -403,7 +410,10 @@ func (s *Service) unregister(ws *waitSet) {
 	if ws.regGen != 0 {
 		// A failure leaves a row that makes Puts notify needlessly until
 		// the listener of some Service next connects and clears it.
-		s.pool.Exec(ctx, s.sql.unregisterWaiter, ws.name, ws.regPid)
+		s.retry(ctx, func(db querier) error {
+			_, err := db.Exec(ctx, s.sql.unregisterWaiter, ws.name, ws.regPid)
+			return err
+		})
 		ws.regGen, ws.regPid = 0, 0
 	}
 	s.mu.Lock()
@@ -431,10 +441,12 @@ func (s *Service) register(ctx context.Context, ws *waitSet) error {
 	if ws.regGen == gen {
 		return nil
 	}
-	b := &pgx.Batch{}
-	b.Queue(s.sql.registerWaiter, ws.name, pid)
-	b.Queue(s.sql.lockQueueExclusive, s.keys.queueClass, s.keys.queue(ws.name))
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := s.retry(ctx, func(db querier) error {
+		b := &pgx.Batch{}
+		b.Queue(s.sql.registerWaiter, ws.name, pid)
+		b.Queue(s.sql.lockQueueExclusive, s.keys.queueClass, s.keys.queue(ws.name))
+		return db.SendBatch(ctx, b).Close()
+	}); err != nil {
 		return dbError(ctx, err)
 	}
 	ws.regGen, ws.regPid = gen, pid

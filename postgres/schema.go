@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,13 +81,30 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, keys lockKe
 		return err
 	}
 	defer conn.Release()
+	// A migration may take longer than a queue operation is allowed, and
+	// its lock waits for another process's migration: the statement and
+	// lock timeouts are off on this connection while it migrates, bounded
+	// by ctx alone, and back to the connection's own afterwards (or the
+	// connection is closed, not put back without them).
+	if _, err := conn.Exec(ctx, "SET statement_timeout = 0; SET lock_timeout = 0"); err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		if _, rerr := conn.Exec(cctx, "RESET statement_timeout; RESET lock_timeout"); rerr != nil {
+			conn.Conn().Close(cctx)
+		}
+	}()
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1::int4, $2::int4)", keys.migrate[0], keys.migrate[1]); err != nil {
 		return err
 	}
 	defer func() {
 		// A connection that lost its lock with its session is closed by
 		// the pool; one that still holds it must give it back.
-		if _, uerr := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1::int4, $2::int4)", keys.migrate[0], keys.migrate[1]); uerr != nil && err == nil {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		if _, uerr := conn.Exec(cctx, "SELECT pg_advisory_unlock($1::int4, $2::int4)", keys.migrate[0], keys.migrate[1]); uerr != nil && err == nil {
 			err = uerr
 		}
 	}()
@@ -117,4 +135,15 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, keys lockKe
 		}
 	}
 	return nil
+}
+
+// cleanupTimeout bounds the statements that clean up after an operation
+// whatever became of its context: a database that stopped answering must
+// not hold the caller for longer.
+const cleanupTimeout = 5 * time.Second
+
+// cleanupContext is ctx's values without its end, ending after
+// cleanupTimeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -36,6 +38,77 @@ type Options struct {
 	// Limits replace Azure's limits for simulations; zero fields keep
 	// Azure's values, as with azq.WithLimits.
 	Limits azq.Limits
+	// StatementTimeout bounds each statement on the database's side (the
+	// connections' statement_timeout), whatever the caller's context: a
+	// statement past it is canceled and rolled back, and the operation
+	// fails with a DatabaseError, 500 OperationTimedOut. Zero means the
+	// URL's statement_timeout if it sets one, else
+	// DefaultStatementTimeout; negative, none. It applies to the pools
+	// that Open and OpenConfig make and that ConfigurePool configures;
+	// New uses the caller's pool as it is.
+	StatementTimeout time.Duration
+	// LockTimeout bounds each statement's wait for a lock (the
+	// connections' lock_timeout): a row, a table that another session
+	// locked, or the queue's own advisory lock. A statement past it fails
+	// as one past StatementTimeout does. Zero means the URL's
+	// lock_timeout if it sets one, else DefaultLockTimeout; negative,
+	// none. It applies where StatementTimeout does.
+	LockTimeout time.Duration
+}
+
+// The timeouts the database applies to each statement of a Service,
+// unless the Options or the URL set others: Azure's 30 seconds for a
+// queue operation on the server, and a third of that for a wait for a
+// lock, which the back end's own statements hold for milliseconds (a
+// longer wait is another session's doing: a LOCK TABLE, a migration).
+const (
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultLockTimeout      = 10 * time.Second
+)
+
+// cancelWait is how long an operation whose context ended waits for the
+// database to answer the cancel request it sends (see ConfigurePool)
+// before it drops the connection: a live server answers in milliseconds,
+// and a frozen one does not answer at all.
+const cancelWait = 500 * time.Millisecond
+
+// ConfigurePool sets up cfg, a pool's configuration, as Open sets up its
+// own: the statement and lock timeouts of opts (see Options), as the
+// connections' run-time parameters; and a context that ends during a
+// statement sends the database a cancel request, so that the statement
+// stops and rolls back rather than running on, maybe to commit, after
+// the caller was told that it failed. A statement that completed before
+// the cancel reached it is reported as completed. It is for a caller
+// that makes the pool it passes to New.
+func ConfigurePool(cfg *pgxpool.Config, opts *Options) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	cc := cfg.ConnConfig
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	setTimeout(cc.RuntimeParams, "statement_timeout", o.StatementTimeout, DefaultStatementTimeout)
+	setTimeout(cc.RuntimeParams, "lock_timeout", o.LockTimeout, DefaultLockTimeout)
+	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelWait}
+	}
+}
+
+// setTimeout sets the run-time parameter name to d in milliseconds: d if
+// positive, none (0) if negative, else the value params has or def.
+func setTimeout(params map[string]string, name string, d, def time.Duration) {
+	switch {
+	case d < 0:
+		params[name] = "0"
+	case d > 0:
+		params[name] = strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+	default:
+		if _, ok := params[name]; !ok {
+			params[name] = strconv.FormatInt(def.Milliseconds(), 10)
+		}
+	}
 }
 
 // Service is the queue service of one schema of a PostgreSQL database:
@@ -77,8 +150,24 @@ var _ azq.QueueService = (*Service)(nil)
 // Open connects to the database url (a postgres:// URL or a key=value
 // connection string, as pgxpool.ParseConfig reads it), brings azq's schema
 // up to date, and returns the Service. Close closes the connections.
+//
+// The connections have the Options' statement and lock timeouts, and a
+// statement whose context ends is canceled on the database (see
+// ConfigurePool).
 func Open(ctx context.Context, url string, opts *Options) (*Service, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	return OpenConfig(ctx, cfg, opts)
+}
+
+// OpenConfig is Open with the pool's configuration, as
+// pgxpool.ParseConfig makes it, which it sets up with ConfigurePool: for
+// a caller that sets the pool's size or hooks. Close closes the pool.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *Options) (*Service, error) {
+	ConfigurePool(cfg, opts)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +182,9 @@ func Open(ctx context.Context, url string, opts *Options) (*Service, error) {
 // New returns the Service of the caller's pool, after bringing azq's
 // schema up to date. Close leaves the pool open. The pool's connections
 // must not be shared with a transaction pooler in transaction mode, which
-// LISTEN and the advisory locks the Service takes do not survive.
+// LISTEN and the advisory locks the Service takes do not survive. New
+// uses the pool as it is: the Options' timeouts apply only if the pool's
+// configuration went through ConfigurePool.
 func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Service, error) {
 	return newService(ctx, pool, false, opts)
 }
@@ -129,14 +220,30 @@ func newService(ctx context.Context, pool *pgxpool.Pool, own bool, opts *Options
 	return s, nil
 }
 
-// Ping checks that the database answers, as a health check does: nil,
-// or a *DatabaseError (503 when it cannot be reached).
+// Ping checks that the database answers and takes writes, as a health
+// check does: nil, or a *DatabaseError, 503 ServerBusy when it cannot be
+// reached or is a standby (in recovery), which a URL of several hosts
+// without target_session_attrs=read-write may reach: it answers reads,
+// but refuses every Put.
 func (s *Service) Ping(ctx context.Context) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	return dbError(ctx, s.pool.Ping(ctx))
+	var recovering bool
+	if err := s.retry(ctx, func(db querier) error {
+		return db.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering)
+	}); err != nil {
+		return dbError(ctx, err)
+	}
+	if recovering {
+		return &DatabaseError{Err: &azq.Error{Code: codeServerBusy, StatusCode: http.StatusServiceUnavailable, Message: "the database is unavailable for writes"},
+			Cause: errStandby}
+	}
+	return nil
 }
+
+// errStandby is the cause of Ping's error on a standby.
+var errStandby = errors.New("the server is a standby, in recovery: it takes no writes (connect with target_session_attrs=read-write)")
 
 // Pool returns the Service's connection pool.
 func (s *Service) Pool() *pgxpool.Pool { return s.pool }
@@ -257,22 +364,19 @@ func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 	if err := azq.ValidateQueueName(name); err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	b.Queue(s.sql.lockQueueExclusive, s.keys.queueClass, s.keys.queue(name))
-	b.Queue(s.sql.dropQueue, name, s.channel)
-	br := s.pool.SendBatch(ctx, b)
 	var id int64
-	_, err := br.Exec()
-	if err == nil {
+	err := s.retry(ctx, func(db querier) error {
+		id = 0
+		b := &pgx.Batch{}
+		b.Queue(s.sql.lockQueueExclusive, s.keys.queueClass, s.keys.queue(name))
+		b.Queue(s.sql.dropQueue, name, s.channel)
 		var notified string
-		err = br.QueryRow().Scan(&id, &notified)
+		err := sendBatch(ctx, db, b, &id, &notified)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+		return err
+	})
 	if err != nil {
 		return dbError(ctx, err)
 	}
@@ -293,7 +397,9 @@ const removeBatch = 2000
 func (s *Service) removeDropped(ctx context.Context, id int64) error {
 	for {
 		var n int64
-		if err := s.pool.QueryRow(ctx, s.sql.removeDropped, id, removeBatch).Scan(&n); err != nil {
+		if err := s.retry(ctx, func(db querier) error {
+			return db.QueryRow(ctx, s.sql.removeDropped, id, removeBatch).Scan(&n)
+		}); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -324,30 +430,38 @@ func (s *Service) ListQueues(ctx context.Context, opts azq.ListQueuesOptions) (a
 			start = m
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.sql.listQueues, opts.Prefix, start, max+1)
-	if err != nil {
-		return azq.ListQueuesPage{}, dbError(ctx, err)
+	if !storable(opts.Prefix) {
+		// No queue's name starts with it (see storable).
+		return azq.ListQueuesPage{}, nil
 	}
-	defer rows.Close()
 	var page azq.ListQueuesPage
-	for rows.Next() {
-		var name string
-		var names []string
-		var values [][]byte
-		if err := rows.Scan(&name, &names, &values); err != nil {
-			return azq.ListQueuesPage{}, dbError(ctx, err)
+	err = s.retry(ctx, func(db querier) error {
+		page = azq.ListQueuesPage{}
+		rows, err := db.Query(ctx, s.sql.listQueues, opts.Prefix, start, max+1)
+		if err != nil {
+			return err
 		}
-		if len(page.Queues) == max {
-			page.NextMarker = encodeMarker(name)
-			break
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			var names []string
+			var values [][]byte
+			if err := rows.Scan(&name, &names, &values); err != nil {
+				return err
+			}
+			if len(page.Queues) == max {
+				page.NextMarker = encodeMarker(name)
+				break
+			}
+			item := azq.QueueItem{Name: name}
+			if opts.IncludeMetadata {
+				item.Metadata = metadataMap(names, values)
+			}
+			page.Queues = append(page.Queues, item)
 		}
-		item := azq.QueueItem{Name: name}
-		if opts.IncludeMetadata {
-			item.Metadata = metadataMap(names, values)
-		}
-		page.Queues = append(page.Queues, item)
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return azq.ListQueuesPage{}, dbError(ctx, err)
 	}
 	return page, nil

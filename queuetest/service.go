@@ -83,6 +83,7 @@ var serviceTests = []struct {
 	{"ListQueuesMetadata", testListQueuesMetadata},
 	{"ListQueuesMarkerGoesOnByName", testListQueuesMarkerGoesOnByName},
 	{"ListQueuesLimits", testListQueuesLimits},
+	{"HostileNames", testHostileNames},
 	{"Metadata", testMetadata},
 	{"MetadataLimits", testMetadataLimits},
 	{"AccessPolicies", testAccessPolicies},
@@ -788,4 +789,28 @@ func testPropertiesCount(s *serviceSuite) {
 		p.Metadata[k] = "red"
 	}
 	s.metadata(r, map[string]string{"team": "blue"})
+}
+
+// testHostileNames: a name or prefix with NUL or invalid UTF-8, which
+// the REST server passes on as a client sent it, is answered as any
+// other that matches no queue: an invalid name for Ref and DeleteQueue,
+// an empty page for a prefix, never a failure of the back end (a
+// database's text columns refuse such strings).
+func testHostileNames(s *serviceSuite) {
+	s.create("hostile", nil)
+	hostile := []string{"\x00", s.name("hostile") + "\x00", s.name("\x00"), "\xff", s.name("hostile") + "\xff", s.name("\xc3"), "\xed\xa0\x80"}
+	for _, h := range hostile {
+		_, err := s.svc.Ref(h)
+		s.wantErr(err, azq.ErrInvalidQueueName, "", 0, fmt.Sprintf("Ref(%q)", h))
+		err = s.svc.DeleteQueue(s.ctx, h)
+		s.wantErr(err, azq.ErrInvalidQueueName, "", 0, fmt.Sprintf("DeleteQueue(%q)", h))
+		for _, opts := range []azq.ListQueuesOptions{{Prefix: h}, {Prefix: h, IncludeMetadata: true, MaxResults: 1}} {
+			page, err := s.svc.ListQueues(s.ctx, opts)
+			if err != nil || len(page.Queues) != 0 || page.NextMarker != "" {
+				s.t.Errorf("ListQueues(prefix %q, %+v) = %+v, %v; want an empty page", opts.Prefix, opts, page, err)
+			}
+		}
+	}
+	// The queue is as it was.
+	s.wantNames(s.names("hostile"), "hostile")
 }

@@ -123,7 +123,7 @@ func (q *request) runCaptured() *capturedAnswer {
 	real := q.w
 	c := &capturedAnswer{header: http.Header{}}
 	q.w = c
-	if err := operations[q.op].serve(q); err != nil {
+	if err := q.runOperation(); err != nil {
 		q.fail(err)
 	}
 	q.w = real

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/faults"
 )
 
 // serverHeader is the Server header Azure's queue service sends.
@@ -163,6 +164,11 @@ func (q *request) fail(err error) {
 		panic(http.ErrAbortHandler)
 	}
 	e := failure(err)
+	if e.StatusCode >= 500 && (err != error(e) || e.Message != "") {
+		// The answer says only what Azure would; what the back end
+		// said (a database's error, say) goes to the log.
+		q.cause = err
+	}
 	q.answerError(e, errorMessage(e))
 }
 
@@ -280,6 +286,8 @@ var azureMessages = map[azq.ErrorCode]string{
 	"ResourceNotFound":                    "The specified resource does not exist.",
 	"UnsupportedHttpVerb":                 "The resource doesn't support specified Http Verb.",
 	"InternalError":                       "Server encountered an internal error. Please try again after some time.",
+	"OperationTimedOut":                   "The operation could not be completed within the permitted time.",
+	"ServerBusy":                          "The server is currently unable to receive requests. Please retry your request.",
 	"CorsPreflightFailure":                "CORS not enabled or no matching rule found for this request.",
 }
 
@@ -287,6 +295,15 @@ func errorMessage(e *azq.Error) string {
 	if e.Message == msgCORSHeaderMissing {
 		// Azure's message for this case, not the code's usual one.
 		return e.Message
+	}
+	if e.Code == "ServerBusy" {
+		// Azure has a message for each reason of its own (faults.Reason);
+		// any other, a back end's, may name what it runs on.
+		for _, r := range faults.Reasons {
+			if e.Message == r.Message() {
+				return e.Message
+			}
+		}
 	}
 	if m, ok := azureMessages[e.Code]; ok {
 		return m
@@ -302,6 +319,23 @@ func errorMessage(e *azq.Error) string {
 // NetworkError), never as 500 InternalError.
 func (q *request) clientGone(err error) bool {
 	return errors.Is(err, context.Canceled) && q.r.Context().Err() != nil
+}
+
+// timedOutError is a back end's error at the request's deadline, answered
+// as Azure's 500 OperationTimedOut; it unwraps to the back end's error,
+// which the log records.
+type timedOutError struct {
+	answer *azq.Error
+	cause  error
+}
+
+func (e *timedOutError) Unwrap() []error { return []error{e.answer, e.cause} }
+
+func (e *timedOutError) Error() string { return e.answer.Error() + ": " + e.cause.Error() }
+
+func errOperationTimedOut(cause error) error {
+	return &timedOutError{&azq.Error{Code: "OperationTimedOut", StatusCode: http.StatusInternalServerError,
+		Message: azureMessages["OperationTimedOut"]}, cause}
 }
 
 func errInternal() *azq.Error {

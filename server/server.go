@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -478,6 +479,8 @@ type request struct {
 	// none was sent (see clientGone).
 	canceled bool
 	fault    *faultState // nil unless an injected fault fired
+	// cause is the back end's error a 5xx answer reports, for the log.
+	cause error
 	// bodyLen is the length of the body writeXML sends, for its
 	// Content-Length header; -1 until then.
 	bodyLen int
@@ -556,6 +559,9 @@ func (q *request) logRequest(took time.Duration) {
 	if q.canceled {
 		attrs = append(attrs, slog.Bool("client_canceled", true))
 	}
+	if q.cause != nil {
+		attrs = append(attrs, slog.String("error", q.cause.Error()))
+	}
 	attrs = append(attrs,
 		slog.Duration("duration", took),
 		slog.String("x_ms_version", q.r.Header.Get("X-Ms-Version")),
@@ -623,10 +629,49 @@ func (q *request) serve() {
 	if q.s.faults != nil && q.injectFault() {
 		return
 	}
-	err := operations[q.op].serve(q)
-	if err != nil {
+	if err := q.runOperation(); err != nil {
 		q.fail(err)
 	}
+}
+
+// maxServerTimeout is Azure's ceiling on the time a queue operation takes
+// on the server, and the time it has when the request gives no timeout
+// parameter: Azure cuts a larger timeout to it.
+const maxServerTimeout = 30 * time.Second
+
+// serverTimeout is the time the request's operation has: its timeout
+// parameter (seconds, checked by checkTimeout), at most maxServerTimeout.
+// A timeout of 0 is taken as none given, the ceiling.
+func (q *request) serverTimeout() time.Duration {
+	v, ok := q.query.get("timeout")
+	if !ok {
+		return maxServerTimeout
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 || n >= int64(maxServerTimeout/time.Second) {
+		return maxServerTimeout
+	}
+	return time.Duration(n) * time.Second
+}
+
+// runOperation runs the request's operation with a context that ends at
+// its deadline (serverTimeout, on the real clock: it bounds the work, not
+// the queue's time), so that a back end that waits on a database or a
+// network gives up in time. A back end that gave up at the deadline is
+// answered 500 OperationTimedOut, as Azure answers an operation that did
+// not finish within its timeout; one that completed is answered as
+// usual, however late.
+func (q *request) runOperation() error {
+	base := q.r
+	ctx, cancel := context.WithTimeout(base.Context(), q.serverTimeout())
+	defer cancel()
+	q.r = base.WithContext(ctx)
+	err := operations[q.op].serve(q)
+	q.r = base
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) && base.Context().Err() == nil {
+		return errOperationTimedOut(err)
+	}
+	return err
 }
 
 // resolveAccount finds the account the request addresses: host-style when

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 
 	"github.com/azqlib/azq"
@@ -39,9 +40,10 @@ type adminHandler struct {
 
 // newAdminHandler returns the admin endpoints of opts, with azqd's guard
 // (newAdminGuard) and hints, and a health check that asks the storage and
-// the databases of services.
-func newAdminHandler(cfg *config, opts admin.Options, services map[string]azq.QueueService) *adminHandler {
-	h := &adminHandler{storage: storageStates(services), databases: pingers(services)}
+// the databases of services, logging a database's failure to logger (nil:
+// no log).
+func newAdminHandler(cfg *config, opts admin.Options, services map[string]azq.QueueService, logger *slog.Logger) *adminHandler {
+	h := &adminHandler{storage: storageStates(services), databases: pingers(services, logger)}
 	opts.Guard = newAdminGuard(cfg)
 	opts.Hints = adminHints
 	opts.Health = h.health

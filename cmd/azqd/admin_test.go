@@ -14,7 +14,7 @@ type healthReply = admin.Health
 // The admin endpoints' refusals name azqd's flags, word for word as azqd
 // has always answered them.
 func TestAdminRefusalsNameTheFlags(t *testing.T) {
-	h := newAdminHandler(&config{}, admin.Options{Version: "test"}, nil)
+	h := newAdminHandler(&config{}, admin.Options{Version: "test"}, nil, nil)
 	for _, tc := range []struct{ method, path, want string }{
 		{"GET", "/_azq/clock", `{"error":"clock control is off; start azqd with -clock-control"}`},
 		{"POST", "/_azq/reset", `{"error":"reset is off; start azqd with -clock-control"}`},

@@ -271,7 +271,7 @@ func TestAPIServiceNamesBeyondLoopback(t *testing.T) {
 func TestAdminEndpointsLoopbackOnly(t *testing.T) {
 	for _, remote := range []bool{false, true} {
 		cfg := &config{addr: "0.0.0.0:10001", admin: adminConfig{remote: remote}}
-		h := newAdminHandler(cfg, admin.Options{Version: "test", Clock: admin.NewClock(clock.NewMock(), nil)}, nil)
+		h := newAdminHandler(cfg, admin.Options{Version: "test", Clock: admin.NewClock(clock.NewMock(), nil)}, nil, nil)
 		for _, tc := range []struct {
 			path, peer string
 			want       int
@@ -365,7 +365,7 @@ func TestAddrNameReachesTheWebView(t *testing.T) {
 	}
 	api := server.New(server.Options{Accounts: cfg.accounts})
 	t.Cleanup(func() { api.Close() })
-	h := newAdminHandler(cfg, admin.Options{Version: "test", UI: newUI(cfg, api, nil, nil, nil)}, nil)
+	h := newAdminHandler(cfg, admin.Options{Version: "test", UI: newUI(cfg, api, nil, nil, nil)}, nil, nil)
 	for host, want := range map[string]int{"queues.internal:10001": 200, "rebind.evil.example:10001": http.StatusMisdirectedRequest} {
 		r := httptest.NewRequest("GET", "http://"+host+"/_azq/ui/", nil)
 		r.RemoteAddr = "127.0.0.1:40000"

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/faults"
@@ -100,7 +99,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer back.closePool() // after the Services, which api.Close closes
 	ln, refused, err := listen(cfg)
 	if err != nil {
 		closeAll(back.services)
@@ -116,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		refused.close()
 		return err
 	}
-	handler := mountAdmin(cfg, api, back, rec, onLoopback, stderr)
+	handler := mountAdmin(cfg, api, back, rec, onLoopback, stderr, logger)
 
 	r := serve(newHTTPServer(cfg, handler, tlsConfig, logger), ln, refused, api, tlsConfig != nil)
 	announce(out, startup{cfg: cfg, addr: ln.Addr(), tls: tlsConfig != nil, refused: refused, back: back, rec: rec, oauth: oauth, logger: logger})
@@ -174,7 +172,6 @@ type backend struct {
 	// durable, with -postgres in the database; nil keeps every account
 	// in memory, in the server.
 	services map[string]azq.QueueService
-	pool     *pgxpool.Pool    // -postgres's, closed after the Services
 	clk      clock.Clock      // -clock-control's mock; nil: real time
 	ctl      *admin.Clock     // moves clk (-clock-control), saving it with -data
 	inj      *faults.Injector // -faults or -fault-control's
@@ -198,7 +195,7 @@ func openBackend(ctx context.Context, cfg *config, out outputs, logger *slog.Log
 	}
 	var saveClock func(time.Time) error
 	if cfg.postgresURL != "" {
-		if b.services, b.pool, err = openPostgres(ctx, cfg); err != nil {
+		if b.services, err = openPostgres(ctx, cfg); err != nil {
 			return nil, err
 		}
 	} else {
@@ -234,13 +231,6 @@ func newInjector(cfg *config, clk clock.Clock) (*faults.Injector, error) {
 		return nil, fmt.Errorf("the fault rules of %s: %w", cfg.admin.faultsFile, err)
 	}
 	return inj, nil
-}
-
-// closePool closes the -postgres connection pool, if there is one.
-func (b *backend) closePool() {
-	if b.pool != nil {
-		b.pool.Close()
-	}
 }
 
 // listen listens on -addr, with at most -max-connections connections at
@@ -295,7 +285,7 @@ func buildServer(cfg *config, b *backend, logger *slog.Logger, oauth *server.OAu
 // mountAdmin returns azqd's handler: the admin endpoints under /_azq/
 // (package server/admin) with the metrics of rec and the web view of
 // -ui, the metrics at /metrics, and api.
-func mountAdmin(cfg *config, api *server.Server, b *backend, rec *metrics.Recorder, onLoopback bool, stderr io.Writer) http.Handler {
+func mountAdmin(cfg *config, api *server.Server, b *backend, rec *metrics.Recorder, onLoopback bool, stderr io.Writer, logger *slog.Logger) http.Handler {
 	opts := admin.Options{Clock: b.ctl, Faults: b.inj, Version: buildinfo.Describe()}
 	if b.ctl != nil {
 		// Reset comes with -clock-control, which is what makes a test
@@ -328,7 +318,7 @@ func mountAdmin(cfg *config, api *server.Server, b *backend, rec *metrics.Record
 	if cfg.ui {
 		opts.UI = newUI(cfg, api, b.clk, b.ctl, b.inj)
 	}
-	return newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), newAdminHandler(cfg, opts, b.services), rootMetrics)
+	return newHandler(unsignedHint(api, cfg.allowAnonymous, stderr), newAdminHandler(cfg, opts, b.services, logger), rootMetrics)
 }
 
 // newHTTPServer returns the HTTP server of handler, with azqd's timeouts

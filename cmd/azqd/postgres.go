@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -75,10 +76,10 @@ func plainIdentifier(s string) error {
 	return nil
 }
 
-// defaultPoolSize is the most connections azqd holds to PostgreSQL unless
-// the URL says (pool_max_conns): enough for as many requests at once as
-// commits a disk syncs together, few enough for several replicas under a
-// server's default max_connections of 100.
+// defaultPoolSize is the most connections azqd holds to PostgreSQL for
+// each account unless the URL says (pool_max_conns): enough for as many
+// requests at once as commits a disk syncs together, few enough for
+// several replicas under a server's default max_connections of 100.
 const defaultPoolSize = 20
 
 // postgresStartTimeout bounds start-up's connecting and migrating: a
@@ -86,36 +87,40 @@ const defaultPoolSize = 20
 const postgresStartTimeout = 30 * time.Second
 
 // openPostgres opens the -postgres database for every account, each on
-// its schema (-postgres-schema), on one connection pool, which the caller
-// closes after the Services. It makes or upgrades each schema.
-func openPostgres(ctx context.Context, cfg *config) (map[string]azq.QueueService, *pgxpool.Pool, error) {
+// its schema (-postgres-schema) and on a connection pool of its own, which
+// the account's Service closes. It makes or upgrades each schema.
+//
+// A pool per account, rather than one for all, keeps the accounts apart
+// as Azure keeps them: requests that wait on a lock in one account's
+// schema, as many as that pool holds, leave the other accounts'
+// connections free. Each request waits at most its deadline (the
+// timeout parameter, at most 30 s) for a connection of its account's
+// pool, and each statement at most the statement and lock timeouts that
+// the URL may set (statement_timeout, lock_timeout; by default those of
+// package postgres).
+func openPostgres(ctx context.Context, cfg *config) (map[string]azq.QueueService, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.postgresURL)
 	if err != nil {
 		// pgx's message quotes nothing of the URL, which may hold a
 		// password.
-		return nil, nil, fmt.Errorf("-postgres: %w", err)
+		return nil, fmt.Errorf("-postgres: %w", err)
 	}
 	if !strings.Contains(cfg.postgresURL, "pool_max_conns") {
 		pcfg.MaxConns = defaultPoolSize
 	}
 	ctx, cancel := context.WithTimeout(ctx, postgresStartTimeout)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-postgres: %w", err)
-	}
 	services := map[string]azq.QueueService{}
 	for _, a := range cfg.accounts {
 		schema := postgresSchema(cfg.postgresSchema, a.Name)
-		s, err := postgres.New(ctx, pool, &postgres.Options{Schema: schema})
+		s, err := postgres.OpenConfig(ctx, pcfg.Copy(), &postgres.Options{Schema: schema})
 		if err != nil {
 			closeAll(services)
-			pool.Close()
-			return nil, nil, fmt.Errorf("opening the schema %s of account %s on PostgreSQL at %s: %w", schema, a.Name, postgresWhere(pcfg), err)
+			return nil, fmt.Errorf("opening the schema %s of account %s on PostgreSQL at %s: %w", schema, a.Name, postgresWhere(pcfg), err)
 		}
 		services[a.Name] = s
 	}
-	return services, pool, nil
+	return services, nil
 }
 
 // postgresWhere names the database of pcfg for messages: user, host, port
@@ -148,15 +153,41 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// pingers returns the back ends that answer a ping, by account name.
-func pingers(services map[string]azq.QueueService) map[string]pinger {
+// pingers returns the back ends that answer a ping, by account name. A
+// failed ping is logged with the database's error (which names its user,
+// host or socket) and reported to the health check, which anyone may ask,
+// only as the database's unavailability.
+func pingers(services map[string]azq.QueueService, logger *slog.Logger) map[string]pinger {
 	m := make(map[string]pinger, len(services))
 	for name, s := range services {
 		if p, ok := s.(pinger); ok {
-			m[name] = p
+			m[name] = loggedPinger{p, name, logger}
 		}
 	}
 	return m
+}
+
+// loggedPinger is a pinger whose failures say no more than that the
+// database is unavailable; the details go to the log.
+type loggedPinger struct {
+	p       pinger
+	account string
+	log     *slog.Logger // nil: no log
+}
+
+// errDatabaseUnavailable is what the health check says of a database
+// that failed its ping.
+var errDatabaseUnavailable = errors.New("the database is unavailable")
+
+func (l loggedPinger) Ping(ctx context.Context) error {
+	err := l.p.Ping(ctx)
+	if err == nil || ctx.Err() != nil {
+		return err // the health check says that it did not answer in time
+	}
+	if l.log != nil {
+		l.log.Error("health check: the database failed its check", "account", l.account, "err", err.Error())
+	}
+	return errDatabaseUnavailable
 }
 
 // healthPingTimeout bounds the health check's ping of the database: a

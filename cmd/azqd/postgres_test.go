@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -132,7 +133,7 @@ func TestPostgresHealth(t *testing.T) {
 		t.Skip("stops a server")
 	}
 	srv := pgtest.Start(t, pgtest.Options{})
-	d := start(t, "-postgres", srv.URL())
+	d := start(t, "-postgres", srv.URL(), "-log-level", "error")
 	var h healthReply
 	adminCall(t, "GET", d.base+"/_azq/health", 200, &h)
 	if h.Status != "ok" {
@@ -149,10 +150,27 @@ func TestPostgresHealth(t *testing.T) {
 	if h.Status != "unavailable" || !strings.HasPrefix(h.Reason, "account devstoreaccount1: ") || !strings.Contains(h.Reason, "unavailable") {
 		t.Errorf("health while the database is down: %+v", h)
 	}
-	_, err := qc.EnqueueMessage(testContext(t), "while down", nil)
+	// Anyone may ask: neither the health check nor the error names the
+	// database's user, name or socket.
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := u.Query().Get("host")
+	for _, secret := range []string{socket, "postgres@", "user=", "database="} {
+		if strings.Contains(h.Reason, secret) {
+			t.Errorf("the health check's reason %q names %q", h.Reason, secret)
+		}
+	}
+	_, err = qc.EnqueueMessage(testContext(t), "while down", nil)
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) || re.StatusCode != http.StatusServiceUnavailable || re.ErrorCode != "ServerBusy" {
 		t.Errorf("a Put while the database is down: %v, want 503 ServerBusy", err)
+	} else if strings.Contains(err.Error(), socket) || !strings.Contains(err.Error(), "The server is currently unable to receive requests.") {
+		t.Errorf("a Put while the database is down says more than Azure's message: %v", err)
+	}
+	if log := d.stderr.String(); !strings.Contains(log, socket) {
+		t.Errorf("the log does not name what failed:\n%s", log)
 	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
@@ -341,4 +359,147 @@ func isCode(err error, code string) bool {
 func sameResponseError(a, b error) bool {
 	var ra, rb *azcore.ResponseError
 	return errors.As(a, &ra) && errors.As(b, &rb) && ra.StatusCode == rb.StatusCode && ra.ErrorCode == rb.ErrorCode
+}
+
+// TestPostgresBadDay: with account one's table locked by another
+// session, more of its requests than its pool has connections wait at
+// most their timeout and are answered 500 OperationTimedOut, while
+// account two, on a pool of its own, is served at once.
+func TestPostgresBadDay(t *testing.T) {
+	srv := pgtest.Shared(t)
+	args := postgresArgs(t, srv, "one", "two")
+	args[1] += "&pool_max_conns=2"
+	schemaOne := strings.ReplaceAll(args[3], "{account}", "one")
+	d := start(t, append(args, "-account", "one:a2V5MQ==", "-account", "two:a2V5MQ==", "-allow-anonymous")...)
+	hdr := map[string]string{"x-ms-version": "2021-12-02"}
+	for _, a := range []string{"one", "two"} {
+		if status, body := send(t, "PUT", d.base+"/"+a+"/jobs", "", nil, hdr); status != 201 {
+			t.Fatalf("creating %s's queue: %d %s", a, status, body)
+		}
+	}
+	ctx := testContext(t)
+	conn, err := pgx.Connect(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{schemaOne, "queues"}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	const put = "<QueueMessage><MessageText>m</MessageText></QueueMessage>"
+	type answer struct {
+		status int
+		body   string
+		took   time.Duration
+	}
+	const stuck = 4 // more than the pool's 2 connections
+	answers := make(chan answer, stuck)
+	for range stuck {
+		go func() {
+			start := time.Now()
+			status, body := send(t, "POST", d.base+"/one/jobs/messages?timeout=5", "", strings.NewReader(put), hdr)
+			answers <- answer{status, body, time.Since(start)}
+		}()
+	}
+	// Account two answers while account one's requests still wait.
+	status, body := send(t, "POST", d.base+"/two/jobs/messages?timeout=30", "", strings.NewReader(put), hdr)
+	if status != 201 {
+		t.Errorf("account two's Put while account one's table is locked: %d %s", status, body)
+	}
+	if n := len(answers); n == stuck {
+		t.Errorf("account two was answered only after account one's %d stuck requests", n)
+	}
+	for range stuck {
+		a := <-answers
+		if a.status != 500 || !strings.Contains(a.body, "<Code>OperationTimedOut</Code>") {
+			t.Errorf("account one's Put on a locked table: %d %s, want 500 OperationTimedOut", a.status, a.body)
+		}
+		if a.took > 20*time.Second {
+			t.Errorf("account one's Put with timeout=5 was answered after %v", a.took)
+		}
+	}
+	tx.Rollback(ctx)
+	// Nothing of the timed-out Puts was applied.
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{schemaOne, "messages"}.Sanitize()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d messages in account one after Puts that timed out", n)
+	}
+}
+
+// TestPostgresStandby: with a URL of two hosts and no
+// target_session_attrs=read-write, once the primary stops, azqd's
+// connections reach the standby, which answers reads and refuses writes:
+// the health check says the database is unavailable (the log says it is
+// a standby), and a Put is 503 ServerBusy, never a 500.
+func TestPostgresStandby(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary and a standby")
+	}
+	primary := pgtest.Start(t, pgtest.Options{})
+	standby := primary.StartStandby(t)
+	pu, err := url.Parse(primary.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	su, err := url.Parse(standby.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := pu.Query().Get("host") + "," + su.Query().Get("host")
+	d := start(t, "-postgres", "postgres://postgres@/postgres?sslmode=disable&host="+url.QueryEscape(hosts),
+		"-allow-anonymous", "-log-level", "error")
+	hdr := map[string]string{"x-ms-version": "2021-12-02"}
+	if status, body := send(t, "PUT", d.base+"/devstoreaccount1/jobs", "", nil, hdr); status != 201 {
+		t.Fatalf("creating the queue: %d %s", status, body)
+	}
+	ctx := testContext(t)
+	for {
+		conn, err := pgx.Connect(ctx, standby.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		err = conn.QueryRow(ctx, "SELECT count(*) FROM azq_devstoreaccount1.queues WHERE name = 'jobs'").Scan(&n)
+		conn.Close(ctx)
+		if err == nil && n == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the standby never had the queue: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := primary.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	const put = "<QueueMessage><MessageText>m</MessageText></QueueMessage>"
+	for i := 0; !strings.Contains(d.stderr.String(), "standby"); i++ {
+		if i == 50 {
+			t.Fatalf("the health check never reached the standby; log:\n%s", d.stderr.String())
+		}
+		var h healthReply
+		adminCall(t, "GET", d.base+"/_azq/health", 503, &h)
+		if h.Reason != "account devstoreaccount1: the database is unavailable" {
+			t.Errorf("health: %+v", h)
+		}
+		status, body := send(t, "POST", d.base+"/devstoreaccount1/jobs/messages", "", strings.NewReader(put), hdr)
+		if status != 503 || !strings.Contains(body, "<Code>ServerBusy</Code>") {
+			t.Errorf("a Put with the primary down: %d %s, want 503 ServerBusy", status, body)
+		}
+	}
+	// On the standby now: still unhealthy, writes still 503.
+	var h healthReply
+	adminCall(t, "GET", d.base+"/_azq/health", 503, &h)
+	status, body := send(t, "POST", d.base+"/devstoreaccount1/jobs/messages", "", strings.NewReader(put), hdr)
+	if status != 503 || !strings.Contains(body, "<Code>ServerBusy</Code>") {
+		t.Errorf("a Put on the standby: %d %s, want 503 ServerBusy", status, body)
+	}
 }

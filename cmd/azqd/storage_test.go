@@ -43,7 +43,7 @@ func TestHealthReportsStorageFailure(t *testing.T) {
 		{"failed", map[string]storageState{"acct1": fixedState{}, "acct2": fixedState{failed}}, http.StatusServiceUnavailable, "account acct2: " + failed.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newAdminHandler(&config{}, admin.Options{Version: "test"}, nil)
+			h := newAdminHandler(&config{}, admin.Options{Version: "test"}, nil, nil)
 			h.storage = tc.storage
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/_azq/health", nil))

@@ -53,7 +53,8 @@ func RunQueueTests(t *testing.T, newQueue func(t *testing.T) Fixture) {
 			if f.Queue == nil {
 				t.Fatal("the fixture has no queue")
 			}
-			tc.run(&suite{t: t, q: f.Queue, mock: f.Clock, ctx: context.Background()})
+			twin := func() Fixture { return newQueue(t) }
+			tc.run(&suite{t: t, q: f.Queue, mock: f.Clock, ctx: context.Background(), twin: twin})
 		})
 	}
 }
@@ -64,6 +65,9 @@ type suite struct {
 	q    azq.MessageQueue
 	mock *clock.Mock
 	ctx  context.Context
+	// twin makes another fresh queue of the back end, for the checks
+	// that compare a batch with single calls.
+	twin func() Fixture
 }
 
 var contractTests = []struct {
@@ -93,6 +97,10 @@ var contractTests = []struct {
 	{"CountLimits", testCountLimits},
 	{"VisibilityLimits", testVisibilityLimits},
 	{"TimeToLiveLimits", testTimeToLiveLimits},
+	{"BatchPutMatchesPut", testBatchPutMatchesPut},
+	{"BatchDeleteMatchesDelete", testBatchDeleteMatchesDelete},
+	{"BatchLimits", testBatchLimits},
+	{"BatchEndedContext", testBatchEndedContext},
 }
 
 // maxContent is the largest message content Azure accepts, 64 KiB.

@@ -89,6 +89,7 @@ var serviceTests = []struct {
 	{"AccessPolicies", testAccessPolicies},
 	{"AccessPolicyLimits", testAccessPolicyLimits},
 	{"PropertiesCount", testPropertiesCount},
+	{"BatchOnADeletedQueue", testBatchOnADeletedQueue},
 }
 
 // serviceSuite is one subtest's service, with the checks the subtests

@@ -1,0 +1,198 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/postgres"
+	"github.com/azqlib/azq/postgres/pgtest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The tests of this file hold up a synchronous standby, so that the
+// primary's commits wait for it, and end the wait with the caller's
+// context. They wait on the real clock, for timeouts of a fraction of a
+// second, and bound the answers loosely (slowAnswer).
+
+// What the fix is for: PostgreSQL does not roll back a commit whose wait
+// for the synchronous standby a cancel request ends, in an implicit
+// transaction (one statement) as in an explicit one. It warns, and the
+// statement succeeds; the row is on the primary, not on the standby.
+func TestCanceledSyncCommitSucceedsInPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary and a standby")
+	}
+	primary, standby := pgtest.StartReplicated(t, pgtest.ReplicatedOptions{Synchronous: true})
+	bg := context.Background()
+	cfg, err := pgx.ParseConfig(primary.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []*pgconn.Notice
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { warnings = append(warnings, n) }
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: slowAnswer}
+	}
+	conn, err := pgx.ConnectConfig(bg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(bg)
+	if _, err := conn.Exec(bg, "CREATE TABLE kept (a int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"implicit", func(ctx context.Context) error {
+			_, err := conn.Exec(ctx, "INSERT INTO kept VALUES (1)")
+			return err
+		}},
+		{"explicit", func(ctx context.Context) error {
+			tx, err := conn.Begin(bg)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(bg, "INSERT INTO kept VALUES (2)"); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			warnings = nil
+			ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+			defer cancel()
+			if err := tc.run(ctx); err != nil {
+				t.Fatalf("the commit whose wait was canceled: %v; PostgreSQL reports success", err)
+			}
+			if len(warnings) != 1 || warnings[0].Code != "01000" || warnings[0].Routine != "SyncRepWaitForLSN" {
+				t.Fatalf("notices: %+v, want the warning of SyncRepWaitForLSN", warnings)
+			}
+		})
+	}
+	var n int
+	if err := conn.QueryRow(bg, "SELECT count(*) FROM kept").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows on the primary: %d, %v; want both", n, err)
+	}
+}
+
+// A Put whose commit waits for a synchronous standby that is down or
+// frozen fails when the caller's context ends, rather than succeeding as
+// PostgreSQL reports it: 500 OperationTimedOut, a DatabaseError that is
+// NotReplicated, not TimedOut, nor the context's error. The message is on
+// the primary (it may have been added, as the error says), the
+// connection is not reused, and once the standby is back, Puts succeed.
+// The statement timeout does not end the wait: only the context does.
+func TestNotReplicatedPutFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary and a standby")
+	}
+	primary, standby := pgtest.StartReplicated(t, pgtest.ReplicatedOptions{Synchronous: true})
+	t.Cleanup(func() { standby.Thaw() }) // if a case failed while it was frozen
+	bg := context.Background()
+	for _, tc := range []struct {
+		name             string
+		statementTimeout time.Duration
+		context          time.Duration
+		hold, release    func() error
+	}{
+		{"context, standby down", 0, 300 * time.Millisecond, standby.Stop, standby.Restart},
+		{"statement timeout, standby frozen", 100 * time.Millisecond, time.Second, standby.Freeze, standby.Thaw},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := pgxpool.ParseConfig(primary.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MaxConns = 1 // so that the connection after the failure is its replacement
+			s, err := postgres.OpenConfig(bg, cfg, &postgres.Options{Schema: "azq", StatementTimeout: tc.statementTimeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(bg, time.Minute)
+			defer cancel()
+			q, _, err := s.CreateQueue(ctx, "replicated", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Clear(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Put(ctx, "confirmed", nil); err != nil {
+				t.Fatalf("a Put with the standby up: %v", err)
+			}
+			pid := backendPID(t, s)
+
+			if err := tc.hold(); err != nil {
+				t.Fatal(err)
+			}
+			putCtx, putCancel := context.WithTimeout(bg, tc.context)
+			defer putCancel()
+			start := time.Now()
+			_, err = q.Put(putCtx, "unconfirmed", nil)
+			took := time.Since(start)
+			var de *postgres.DatabaseError
+			var ae *azq.Error
+			switch {
+			case err == nil:
+				t.Fatal("a Put that the standby did not confirm succeeded")
+			case !errors.As(err, &de) || !de.NotReplicated() || de.TimedOut() || de.Unavailable() || !errors.Is(err, postgres.ErrNotReplicated):
+				t.Fatalf("the Put: %v, want a DatabaseError of ErrNotReplicated", err)
+			case errors.Is(err, context.DeadlineExceeded):
+				t.Fatalf("the Put: %v, which says it took no effect", err)
+			case !errors.As(err, &ae) || ae.Code != "OperationTimedOut" || ae.StatusCode != 500:
+				t.Fatalf("the Put: %v, want 500 OperationTimedOut", err)
+			}
+			if took < tc.context || took > tc.context+slowAnswer {
+				t.Errorf("the Put failed after %v, want when its context ended, after %v", took, tc.context)
+			}
+			t.Logf("the Put: %v, after %v", err, took)
+			// Possibly applied: the primary has it. A Peek writes nothing,
+			// and waits for no standby.
+			msgs, err := q.Peek(ctx, 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var contents []string
+			for _, m := range msgs {
+				contents = append(contents, m.Content)
+			}
+			if len(contents) != 2 || contents[1] != "unconfirmed" {
+				t.Errorf("the messages on the primary: %q, want the confirmed one and the unconfirmed one", contents)
+			}
+			if after := backendPID(t, s); after == pid {
+				t.Errorf("the connection of the failed Put (backend %d) was reused", pid)
+			}
+
+			if err := tc.release(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Put(ctx, "after", nil); err != nil {
+				t.Fatalf("a Put once the standby is back: %v", err)
+			}
+		})
+	}
+}
+
+// backendPID returns the backend process of the connection that s's
+// pool holds, its only one.
+func backendPID(t *testing.T, s *postgres.Service) int {
+	t.Helper()
+	var pid int
+	if err := s.Pool().QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}

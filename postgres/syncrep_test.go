@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,7 +94,8 @@ func TestCanceledSyncCommitSucceedsInPostgres(t *testing.T) {
 // NotReplicated, not TimedOut, nor the context's error. The message is on
 // the primary (it may have been added, as the error says), the
 // connection is not reused, and once the standby is back, Puts succeed.
-// The statement timeout does not end the wait: only the context does.
+// The statement timeout does not end the wait: only the context does, or
+// the session's termination, which fails the Put as well.
 func TestNotReplicatedPutFails(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a primary and a standby")
@@ -101,14 +103,24 @@ func TestNotReplicatedPutFails(t *testing.T) {
 	primary, standby := pgtest.StartReplicated(t, pgtest.ReplicatedOptions{Synchronous: true})
 	t.Cleanup(func() { standby.Thaw() }) // if a case failed while it was frozen
 	bg := context.Background()
+	// How a case ends the Put's wait, once its commit waits for the
+	// standby (unless the context's deadline ends it).
+	const (
+		byDeadline  = iota // the deadline, long enough for the commit to be reached on a loaded machine
+		byCancel           // the context's cancel
+		byTerminate        // pg_terminate_backend of the Put's session
+	)
 	for _, tc := range []struct {
 		name             string
 		statementTimeout time.Duration
-		context          time.Duration
 		hold, release    func() error
+		end              int
 	}{
-		{"context, standby down", 0, 300 * time.Millisecond, standby.Stop, standby.Restart},
-		{"statement timeout, standby frozen", 100 * time.Millisecond, time.Second, standby.Freeze, standby.Thaw},
+		{"deadline, standby down", 0, standby.Stop, standby.Restart, byDeadline},
+		{"cancel, standby frozen", 0, standby.Freeze, standby.Thaw, byCancel},
+		// Canceled after five times the statement timeout: still waiting.
+		{"statement timeout, standby down", 100 * time.Millisecond, standby.Stop, standby.Restart, byCancel},
+		{"terminated, standby frozen", 0, standby.Freeze, standby.Thaw, byTerminate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := pgxpool.ParseConfig(primary.URL())
@@ -138,11 +150,46 @@ func TestNotReplicatedPutFails(t *testing.T) {
 			if err := tc.hold(); err != nil {
 				t.Fatal(err)
 			}
-			putCtx, putCancel := context.WithTimeout(bg, tc.context)
+			const deadline = 3 * time.Second
+			putCtx, putCancel := context.WithTimeout(ctx, deadline)
+			if tc.end != byDeadline {
+				putCtx, putCancel = context.WithCancel(ctx)
+			}
 			defer putCancel()
+			ended := make(chan error, 1)
 			start := time.Now()
+			go func() {
+				ended <- func() error {
+					if tc.end == byDeadline {
+						return nil
+					}
+					conn, err := pgx.Connect(ctx, primary.URL())
+					if err != nil {
+						return err
+					}
+					defer conn.Close(ctx)
+					if err := waitSyncRep(ctx, conn, pid); err != nil {
+						return err
+					}
+					if tc.statementTimeout > 0 {
+						time.Sleep(5 * tc.statementTimeout)
+						if waiting, err := syncRepWaiting(ctx, conn, pid); err != nil || !waiting {
+							return fmt.Errorf("the commit's wait after five statement timeouts: waiting %v, %v", waiting, err)
+						}
+					}
+					if tc.end == byTerminate {
+						_, err := conn.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+						return err
+					}
+					putCancel()
+					return nil
+				}()
+			}()
 			_, err = q.Put(putCtx, "unconfirmed", nil)
 			took := time.Since(start)
+			if err := <-ended; err != nil {
+				t.Fatal(err)
+			}
 			var de *postgres.DatabaseError
 			var ae *azq.Error
 			switch {
@@ -150,13 +197,13 @@ func TestNotReplicatedPutFails(t *testing.T) {
 				t.Fatal("a Put that the standby did not confirm succeeded")
 			case !errors.As(err, &de) || !de.NotReplicated() || de.TimedOut() || de.Unavailable() || !errors.Is(err, postgres.ErrNotReplicated):
 				t.Fatalf("the Put: %v, want a DatabaseError of ErrNotReplicated", err)
-			case errors.Is(err, context.DeadlineExceeded):
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 				t.Fatalf("the Put: %v, which says it took no effect", err)
 			case !errors.As(err, &ae) || ae.Code != "OperationTimedOut" || ae.StatusCode != 500:
 				t.Fatalf("the Put: %v, want 500 OperationTimedOut", err)
 			}
-			if took < tc.context || took > tc.context+slowAnswer {
-				t.Errorf("the Put failed after %v, want when its context ended, after %v", took, tc.context)
+			if tc.end == byDeadline && (took < deadline || took > deadline+slowAnswer) {
+				t.Errorf("the Put failed after %v, want when its context ended, after %v", took, deadline)
 			}
 			t.Logf("the Put: %v, after %v", err, took)
 			// Possibly applied: the primary has it. A Peek writes nothing,
@@ -184,6 +231,29 @@ func TestNotReplicatedPutFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitSyncRep waits until the backend pid waits for a synchronous
+// standby to confirm its commit, which pg_stat_activity shows.
+func waitSyncRep(ctx context.Context, conn *pgx.Conn, pid int) error {
+	for {
+		if waiting, err := syncRepWaiting(ctx, conn, pid); err != nil || waiting {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("backend %d never waited for the standby: %w", pid, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// syncRepWaiting reports whether the backend pid waits for a synchronous
+// standby to confirm its commit.
+func syncRepWaiting(ctx context.Context, conn *pgx.Conn, pid int) (bool, error) {
+	var waiting bool
+	err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", pid).Scan(&waiting)
+	return waiting, err
 }
 
 // backendPID returns the backend process of the connection that s's

@@ -88,7 +88,7 @@ const cancelWait = 500 * time.Millisecond
 // ErrNotReplicated (see DatabaseError.NotReplicated) rather than
 // succeeding, and its connection is closed, not reused. It is for a
 // caller that makes the pool it passes to New; cfg's own OnNotice,
-// AfterConnect and AfterRelease, if set, still run.
+// AfterConnect and PrepareConn (or BeforeAcquire), if set, still run.
 func ConfigurePool(cfg *pgxpool.Config, opts *Options) {
 	var o Options
 	if opts != nil {
@@ -122,21 +122,31 @@ func ConfigurePool(cfg *pgxpool.Config, opts *Options) {
 		}
 		return nil
 	}
-	afterRelease := cfg.AfterRelease
-	cfg.AfterRelease = func(c *pgx.Conn) bool {
+	prepare := cfg.PrepareConn
+	if before := cfg.BeforeAcquire; prepare == nil && before != nil {
+		// The pool ignores BeforeAcquire once PrepareConn is set.
+		prepare = func(ctx context.Context, c *pgx.Conn) (bool, error) { return before(ctx, c), nil }
+	}
+	cfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
 		// A statement outside the Service's operations (see
-		// Service.retry) met the warning: the pool drops the connection.
-		if _, marked := unreplicated.LoadAndDelete(c.PgConn()); marked {
-			return false
+		// Service.retry) met the warning: the pool drops the connection
+		// rather than hand it out again. (A hook on release would run on
+		// a goroutine of the pool's at every release.)
+		if takeUnreplicated(c.PgConn()) {
+			return false, nil
 		}
-		return afterRelease == nil || afterRelease(c)
+		if prepare != nil {
+			return prepare(ctx, c)
+		}
+		return true, nil
 	}
 }
 
 // unreplicated holds the connections (*pgconn.PgConn) on which a commit's
 // wait for a synchronous standby was canceled, from the warning (see
 // ConfigurePool) until the operation that ran on the connection, or the
-// pool it goes back to, takes the mark and closes the connection.
+// pool when it would hand the connection out again, takes the mark and
+// closes the connection.
 var unreplicated sync.Map
 
 // takeUnreplicated reports whether c met a canceled wait for a

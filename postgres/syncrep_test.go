@@ -266,3 +266,64 @@ func backendPID(t *testing.T, s *postgres.Service) int {
 	}
 	return pid
 }
+
+// A statement of the caller's on the Service's pool, outside its
+// operations, that meets a canceled wait for the synchronous standby
+// leaves its connection to the pool, which drops it rather than hand it
+// out again.
+func TestNotReplicatedPoolDropsConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary and a standby")
+	}
+	primary, standby := pgtest.StartReplicated(t, pgtest.ReplicatedOptions{Synchronous: true})
+	bg := context.Background()
+	cfg, err := pgxpool.ParseConfig(primary.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	s, err := postgres.OpenConfig(bg, cfg, &postgres.Options{Schema: "azq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(bg, time.Minute)
+	defer cancel()
+	if _, err := s.Pool().Exec(ctx, "CREATE TABLE outside (a int)"); err != nil {
+		t.Fatal(err)
+	}
+	pid := backendPID(t, s)
+	if err := standby.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	execCtx, execCancel := context.WithCancel(ctx)
+	defer execCancel()
+	ended := make(chan error, 1)
+	go func() {
+		ended <- func() error {
+			conn, err := pgx.Connect(ctx, primary.URL())
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			if err := waitSyncRep(ctx, conn, pid); err != nil {
+				return err
+			}
+			execCancel()
+			return nil
+		}()
+	}()
+	// As PostgreSQL reports it: the pool's caller sees success.
+	if _, err := s.Pool().Exec(execCtx, "INSERT INTO outside VALUES (1)"); err != nil {
+		t.Fatalf("the insert: %v, want PostgreSQL's success", err)
+	}
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	if after := backendPID(t, s); after == pid {
+		t.Errorf("the connection (backend %d) that met the warning was handed out again", pid)
+	}
+	if err := standby.Restart(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -156,21 +156,13 @@ func TestNotReplicatedPutFails(t *testing.T) {
 				putCtx, putCancel = context.WithCancel(ctx)
 			}
 			defer putCancel()
-			ended := make(chan error, 1)
-			start := time.Now()
-			go func() {
-				ended <- func() error {
-					if tc.end == byDeadline {
-						return nil
-					}
-					conn, err := pgx.Connect(ctx, primary.URL())
-					if err != nil {
-						return err
-					}
-					defer conn.Close(ctx)
-					if err := waitSyncRep(ctx, conn, pid); err != nil {
-						return err
-					}
+			var ended <-chan error
+			if tc.end == byDeadline {
+				done := make(chan error, 1)
+				done <- nil
+				ended = done
+			} else {
+				ended = onSyncRepWait(ctx, primary.URL(), pid, func(conn *pgx.Conn) error {
 					if tc.statementTimeout > 0 {
 						time.Sleep(5 * tc.statementTimeout)
 						if waiting, err := syncRepWaiting(ctx, conn, pid); err != nil || !waiting {
@@ -183,8 +175,9 @@ func TestNotReplicatedPutFails(t *testing.T) {
 					}
 					putCancel()
 					return nil
-				}()
-			}()
+				})
+			}
+			start := time.Now()
 			_, err = q.Put(putCtx, "unconfirmed", nil)
 			took := time.Since(start)
 			if err := <-ended; err != nil {
@@ -231,6 +224,27 @@ func TestNotReplicatedPutFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onSyncRepWait calls then, on a connection of its own to url, once the
+// backend pid waits for a synchronous standby, and sends what then
+// returned.
+func onSyncRepWait(ctx context.Context, url string, pid int, then func(conn *pgx.Conn) error) <-chan error {
+	ended := make(chan error, 1)
+	go func() {
+		ended <- func() error {
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			if err := waitSyncRep(ctx, conn, pid); err != nil {
+				return err
+			}
+			return then(conn)
+		}()
+	}()
+	return ended
 }
 
 // waitSyncRep waits until the backend pid waits for a synchronous
@@ -298,21 +312,10 @@ func TestNotReplicatedPoolDropsConnection(t *testing.T) {
 	}
 	execCtx, execCancel := context.WithCancel(ctx)
 	defer execCancel()
-	ended := make(chan error, 1)
-	go func() {
-		ended <- func() error {
-			conn, err := pgx.Connect(ctx, primary.URL())
-			if err != nil {
-				return err
-			}
-			defer conn.Close(ctx)
-			if err := waitSyncRep(ctx, conn, pid); err != nil {
-				return err
-			}
-			execCancel()
-			return nil
-		}()
-	}()
+	ended := onSyncRepWait(ctx, primary.URL(), pid, func(*pgx.Conn) error {
+		execCancel()
+		return nil
+	})
 	// As PostgreSQL reports it: the pool's caller sees success.
 	if _, err := s.Pool().Exec(execCtx, "INSERT INTO outside VALUES (1)"); err != nil {
 		t.Fatalf("the insert: %v, want PostgreSQL's success", err)

@@ -62,18 +62,18 @@ func (b rebuilder) NewQueue(qid uint64, name string) durable.Rebuilt {
 // rebuilding is a queue being rebuilt (durable.Rebuilt).
 type rebuilding Queue
 
-// node returns the message m as the slot store holds it.
+// storeNode returns the message m as the slot store holds it.
 func storeNode(m *durable.Message) node {
 	return node{content: m.Content, id: m.ID, inserted: m.Inserted, expires: m.Expires, visible: m.Visible,
 		seq: m.Seq, tag: m.Tag, dequeues: m.Dequeues, version: m.Version}
 }
 
-func (r *rebuilding) Place(m *durable.Message) bool {
+func (r *rebuilding) Place(m durable.Message) bool {
 	p := r.store.allocAt(m.Slot)
 	if p == nil {
 		return false
 	}
-	*p = storeNode(m)
+	*p = storeNode(&m)
 	r.count++
 	return true
 }
@@ -107,14 +107,14 @@ func (r *rebuilding) Index() error {
 	return nil
 }
 
-func (r *rebuilding) Restore(m *durable.Message) {
+func (r *rebuilding) Restore(m durable.Message) {
 	q := (*Queue)(r)
 	p := q.store.allocAt(m.Slot)
 	if p == nil {
 		q.remove(m.Slot, q.store.at(m.Slot))
 		p = q.store.allocAt(m.Slot)
 	}
-	*p = storeNode(m)
+	*p = storeNode(&m)
 	if p.expires != neverExpires {
 		q.expiry.push(expiryEntry{at: p.expires, slot: m.Slot, stamp: uint32(p.seq)})
 	}
@@ -133,15 +133,15 @@ func (r *rebuilding) Take(visible int64, t durable.Taken) bool {
 	return true
 }
 
-func (r *rebuilding) Update(slot uint32, visible int64, version uint32, tag uint64, content *string) bool {
+func (r *rebuilding) Update(slot uint32, visible int64, version uint32, tag uint64, hasContent bool, content string) bool {
 	n := r.store.lookup(slot)
 	if n == nil {
 		return false
 	}
 	r.vis.remove(n)
 	n.visible, n.version, n.tag = visible, version, tag
-	if content != nil {
-		n.content = *content
+	if hasContent {
+		n.content = content
 	}
 	r.vis.add(slot, n, false)
 	return true

@@ -57,11 +57,11 @@ func (q *memQueue) AppendMessages(dst []Message, lo, hi uint32) []Message {
 	return dst
 }
 
-func (q *memQueue) Place(m *Message) bool {
+func (q *memQueue) Place(m Message) bool {
 	if _, ok := q.msgs[m.Slot]; ok {
 		return false
 	}
-	q.msgs[m.Slot] = *m
+	q.msgs[m.Slot] = m
 	q.next = max(q.next, m.Slot+1)
 	return true
 }
@@ -78,8 +78,8 @@ func (q *memQueue) Index() error {
 	return nil
 }
 
-func (q *memQueue) Restore(m *Message) {
-	q.msgs[m.Slot] = *m
+func (q *memQueue) Restore(m Message) {
+	q.msgs[m.Slot] = m
 	q.next = max(q.next, m.Slot+1)
 }
 
@@ -92,12 +92,12 @@ func (q *memQueue) Take(visible int64, t Taken) bool {
 	return ok
 }
 
-func (q *memQueue) Update(slot uint32, visible int64, version uint32, tag uint64, content *string) bool {
+func (q *memQueue) Update(slot uint32, visible int64, version uint32, tag uint64, hasContent bool, content string) bool {
 	m, ok := q.msgs[slot]
 	if ok {
 		m.Visible, m.Version, m.Tag = visible, version, tag
-		if content != nil {
-			m.Content = *content
+		if hasContent {
+			m.Content = content
 		}
 		q.msgs[slot] = m
 	}

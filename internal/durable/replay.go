@@ -269,7 +269,7 @@ func (rq *replayQueue) place(d *dec, c uint32) error {
 	if m.Slot>>chunkShift != c || m.Slot >= maxRestoreSlot {
 		return fmt.Errorf("message %v in slot %d, outside its chunk", m.ID, m.Slot)
 	}
-	if !rq.q.Place(&m) {
+	if !rq.q.Place(m) {
 		return fmt.Errorf("slot %d holds two messages", m.Slot)
 	}
 	rq.seq = max(rq.seq, m.Seq)
@@ -346,7 +346,7 @@ func (r *Replayer) LogRecord(lsn uint64, rec []byte) error {
 			if m.Slot > rq.bound {
 				return fmt.Errorf("put into slot %d, beyond the next new slot %d", m.Slot, rq.bound)
 			}
-			q.Restore(&m)
+			q.Restore(m)
 			rq.touch(m.Slot, lsn)
 		}
 		rq.bound = max(rq.bound, m.Slot+1)
@@ -367,11 +367,7 @@ func (r *Replayer) LogRecord(lsn uint64, rec []byte) error {
 		if err != nil || lsn <= rq.guard(u.slot) {
 			return err
 		}
-		var content *string
-		if u.hasContent {
-			content = &u.content
-		}
-		if !q.Update(u.slot, u.visible, u.version, u.tag, content) {
+		if !q.Update(u.slot, u.visible, u.version, u.tag, u.hasContent, u.content) {
 			return fmt.Errorf("update of slot %d, which is empty", u.slot)
 		}
 		rq.touch(u.slot, lsn)

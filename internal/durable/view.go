@@ -88,11 +88,13 @@ type Builder interface {
 
 // Rebuilt is a queue being rebuilt. Its slot store is filled by slot, as
 // the records name them, and its indexes built as the queue's operations
-// build them.
+// build them. Messages come by value and no argument is a pointer, so that
+// replaying a record allocates nothing for the call (an argument of an
+// interface method escapes).
 type Rebuilt interface {
 	// Place puts m in its slot without indexing it, and reports false if
 	// the slot holds a message already. Index indexes them afterwards.
-	Place(m *Message) bool
+	Place(m Message) bool
 	// Index builds the indexes of the messages Place placed, in order of
 	// insertion, as their Puts built them; two messages with the same
 	// insertion sequence are an error.
@@ -100,13 +102,13 @@ type Rebuilt interface {
 	// Restore puts m, replayed from its Put, in its slot and indexes it.
 	// A message still in the slot expired and was purged (the one change
 	// the log does not record): it goes first.
-	Restore(m *Message)
+	Restore(m Message)
 	// Take sets what a Get changed of the message in slot; false if the
 	// slot is empty.
 	Take(visible int64, t Taken) bool
 	// Update sets what an Update changed of the message in slot, its
-	// content too unless content is nil; false if the slot is empty.
-	Update(slot uint32, visible int64, version uint32, tag uint64, content *string) bool
+	// content too if hasContent; false if the slot is empty.
+	Update(slot uint32, visible int64, version uint32, tag uint64, hasContent bool, content string) bool
 	// Remove deletes the message in slot, as Delete does; false if the
 	// slot is empty.
 	Remove(slot uint32) bool

@@ -64,8 +64,8 @@ func (q *Queue) PutBatch(ctx context.Context, reqs []PutRequest) ([]PutResult, e
 		}
 		slot, n := q.insert(now, reqs[i].Content, vis[i], ttls[i], &res[i].Message)
 		soonest = min(soonest, n.visible)
-		if q.wal != nil {
-			lsn = q.logPut(slot, n)
+		if q.j != nil {
+			lsn = q.j.put(slot, n)
 		}
 	}
 	q.visibleSoon(soonest, now)
@@ -105,8 +105,8 @@ func (q *Queue) DeleteBatch(ctx context.Context, reqs []DeleteRequest) ([]error,
 		}
 		q.remove(slot, n)
 		removed = true
-		if q.wal != nil {
-			lsn = q.logDelete(slot)
+		if q.j != nil {
+			lsn = q.j.delete(slot)
 		}
 	}
 	if removed && q.count == 0 {

@@ -2,6 +2,7 @@ package azq
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -21,8 +22,11 @@ var (
 // same errors, before the queue is touched, and a failed item takes no
 // place in the queue's order. Waiting Receive calls are woken once for
 // the batch. In the durable mode the batch is one log record, synced
-// once: a crash keeps all of its messages or none. An empty batch
-// changes nothing and answers no results.
+// once: a crash keeps all of its messages or none. A batch whose
+// messages together exceed what one record holds (16 MiB, which only a
+// Limits.MaxMessageSize over 512 KiB allows) is refused whole there with
+// ErrMessageTooLarge. An empty batch changes nothing and answers no
+// results.
 func (q *Queue) PutBatch(ctx context.Context, reqs []PutRequest) ([]PutResult, error) {
 	if err := checkBatchSize(len(reqs)); err != nil {
 		return nil, err
@@ -34,7 +38,7 @@ func (q *Queue) PutBatch(ctx context.Context, reqs []PutRequest) ([]PutResult, e
 	// The checks come first, outside the lock, as Put's do.
 	var ttls [MaxBatchSize]time.Duration
 	var vis [MaxBatchSize]time.Duration
-	valid := 0
+	valid, content := 0, 0
 	for i := range reqs {
 		var o PutOptions
 		if reqs[i].Options != nil {
@@ -47,6 +51,11 @@ func (q *Queue) PutBatch(ctx context.Context, reqs []PutRequest) ([]PutResult, e
 		}
 		ttls[i], vis[i] = ttl, o.VisibilityTimeout
 		valid++
+		content += len(reqs[i].Content)
+	}
+	if q.j != nil && content > maxDurableBatchContent {
+		return nil, newError(ErrMessageTooLarge, "", "the batch's messages hold "+strconv.Itoa(content)+
+			" bytes together; a durable queue's batch holds at most "+strconv.Itoa(maxDurableBatchContent))
 	}
 	now := q.now()
 	if err := q.lock(ctx, now); err != nil {
@@ -57,7 +66,6 @@ func (q *Queue) PutBatch(ctx context.Context, reqs []PutRequest) ([]PutResult, e
 		return res, nil
 	}
 	soonest := neverExpires
-	var lsn uint64
 	for i := range reqs {
 		if res[i].Err != nil {
 			continue
@@ -65,10 +73,14 @@ func (q *Queue) PutBatch(ctx context.Context, reqs []PutRequest) ([]PutResult, e
 		slot, n := q.insert(now, reqs[i].Content, vis[i], ttls[i], &res[i].Message)
 		soonest = min(soonest, n.visible)
 		if q.j != nil {
-			lsn = q.j.put(slot, n)
+			q.j.batchPut(slot, n)
 		}
 	}
 	q.visibleSoon(soonest, now)
+	var lsn uint64
+	if q.j != nil {
+		lsn = q.j.putBatch()
+	}
 	if err := q.unlockSynced(lsn); err != nil {
 		return nil, err
 	}
@@ -96,7 +108,6 @@ func (q *Queue) DeleteBatch(ctx context.Context, reqs []DeleteRequest) ([]error,
 		return nil, err
 	}
 	removed := false
-	var lsn uint64
 	for i := range reqs {
 		slot, n, err := q.find(&reqs[i].ID, &reqs[i].PopReceipt)
 		if err != nil {
@@ -106,11 +117,17 @@ func (q *Queue) DeleteBatch(ctx context.Context, reqs []DeleteRequest) ([]error,
 		q.remove(slot, n)
 		removed = true
 		if q.j != nil {
-			lsn = q.j.delete(slot)
+			q.j.batchDelete(slot)
 		}
 	}
-	if removed && q.count == 0 {
-		q.trimIdle() // as Delete does of the last message
+	var lsn uint64
+	if removed {
+		if q.count == 0 {
+			q.trimIdle() // as Delete does of the last message
+		}
+		if q.j != nil {
+			lsn = q.j.deleteBatch()
+		}
 	}
 	if err := q.unlockSynced(lsn); err != nil {
 		return nil, err

@@ -285,21 +285,8 @@ func TestStandbyIsUnavailable(t *testing.T) {
 		t.Fatalf("Ping on the primary: %v", err)
 	}
 	// Wait until the standby has the queue.
-	for {
-		conn, err := pgx.Connect(ctx, standby.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		err = conn.QueryRow(ctx, "SELECT count(*) FROM azq.queues WHERE name = 'replicated'").Scan(&n)
-		conn.Close(ctx)
-		if err == nil && n == 1 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the standby never had the queue: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := standby.CaughtUp(ctx, primary); err != nil {
+		t.Fatalf("the standby never had the queue: %v", err)
 	}
 	if err := primary.Stop(); err != nil {
 		t.Fatal(err)

@@ -453,21 +453,8 @@ func TestPostgresStandby(t *testing.T) {
 		t.Fatalf("creating the queue: %d %s", status, body)
 	}
 	ctx := testContext(t)
-	for {
-		conn, err := pgx.Connect(ctx, standby.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		err = conn.QueryRow(ctx, "SELECT count(*) FROM azq_devstoreaccount1.queues WHERE name = 'jobs'").Scan(&n)
-		conn.Close(ctx)
-		if err == nil && n == 1 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the standby never had the queue: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := standby.CaughtUp(ctx, primary); err != nil {
+		t.Fatalf("the standby never had the queue: %v", err)
 	}
 	if err := primary.Stop(); err != nil {
 		t.Fatal(err)

@@ -201,6 +201,39 @@ func (s *Server) waitStandby(ctx context.Context, want string) error {
 	}
 }
 
+// CaughtUp returns once the standby s has replayed everything its
+// primary had written when CaughtUp was called: what a test wrote on
+// the primary is then on s too.
+func (s *Server) CaughtUp(ctx context.Context, primary *Server) error {
+	pconn, err := pgx.Connect(ctx, primary.url)
+	if err != nil {
+		return err
+	}
+	var lsn string
+	err = pconn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn)
+	pconn.Close(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		conn, err := pgx.Connect(ctx, s.url)
+		if err != nil {
+			return err
+		}
+		var done bool
+		err = conn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", lsn).Scan(&done)
+		conn.Close(ctx)
+		if err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the standby has not replayed the primary's log up to %s: %w\n%s", lsn, ctx.Err(), s.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // Promote makes a standby a primary (pg_promote), and returns once it
 // takes writes. It is an error on a server that is not a standby.
 func (s *Server) Promote() error {

@@ -1,4 +1,4 @@
-package azqtest_test
+package sdktest_test
 
 import (
 	"context"

@@ -1,9 +1,10 @@
-package worker
+package sdktest_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/azqlib/azq/worker"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,7 @@ func badDay() []faults.Rule {
 // the queue (the failure was not applied): each one lets the message come
 // back after its lease and be handled again.
 type deleteLog struct {
-	Queue
+	worker.Queue
 	q      *azq.Queue // the queue under the faults, to see what a failure left
 	mu     sync.Mutex
 	stayed map[azq.MessageID]int
@@ -103,7 +104,7 @@ func checkBadDay(t *testing.T, seed uint64) {
 	handled := map[azq.MessageID]int{} // successful handlings per copy
 	content := map[azq.MessageID]string{}
 	attempts := map[azq.MessageID]int{}
-	handler := func(ctx context.Context, d *Delivery) error {
+	handler := func(ctx context.Context, d *worker.Delivery) error {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts[d.Message.ID]++
@@ -122,12 +123,12 @@ func checkBadDay(t *testing.T, seed uint64) {
 	src := &polledCrashQueue{Queue: dl, st: &crashState{}, seq: &seq, lastGet: &lastGet}
 	src.st.opsLeft.Store(-1)
 	const lease = 30 * time.Second
-	w := New(src, handler, Options{
+	w := worker.New(src, handler, worker.Options{
 		Clock: e.mock, QueueName: "jobs", LeaseDuration: lease, RetryDelay: 5 * time.Second,
 		MaxDequeueCount: 100, Concurrency: 4, BatchSize: 8, ShutdownTimeout: -1,
 		MinPollInterval: pollInterval, MaxPollInterval: pollInterval,
-		OnEvent: func(ev Event) {
-			if ev.Kind == EventPollWait {
+		OnEvent: func(ev worker.Event) {
+			if ev.Kind == worker.EventPollWait {
 				lastWait.Store(seq.Add(1))
 			}
 			e.rec.on(ev)

@@ -1,9 +1,10 @@
-package worker
+package sdktest_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/azqlib/azq/worker"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,7 @@ type propertyBackend struct {
 	// on the mock clock, every pollInterval.
 	polls bool
 	// newEnv returns the environment of one run; close ends it.
-	newEnv func(rt *rapid.T) (e *testEnv, open func(name string) (Queue, azq.QueueOpener), close func())
+	newEnv func(rt *rapid.T) (e *testEnv, open func(name string) (worker.Queue, azq.QueueOpener), close func())
 }
 
 // pollInterval is the fixed poll interval of a polled source: the
@@ -47,9 +48,9 @@ const pollInterval = time.Second
 // inProcess runs the workers on the azq queue itself, which they wait on
 // with Receive.
 var inProcess = propertyBackend{
-	newEnv: func(rt *rapid.T) (*testEnv, func(string) (Queue, azq.QueueOpener), func()) {
+	newEnv: func(rt *rapid.T) (*testEnv, func(string) (worker.Queue, azq.QueueOpener), func()) {
 		e := newEnv(rt)
-		open := func(name string) (Queue, azq.QueueOpener) { return e.q, nil }
+		open := func(name string) (worker.Queue, azq.QueueOpener) { return e.q, nil }
 		return e, open, func() {}
 	},
 }
@@ -59,7 +60,7 @@ var inProcess = propertyBackend{
 // test sees the same queues in process. The workers poll, as they poll
 // Azure.
 func overLoopback(t *testing.T) propertyBackend {
-	return propertyBackend{polls: true, newEnv: func(rt *rapid.T) (*testEnv, func(string) (Queue, azq.QueueOpener), func()) {
+	return propertyBackend{polls: true, newEnv: func(rt *rapid.T) (*testEnv, func(string) (worker.Queue, azq.QueueOpener), func()) {
 		srv := azqtest.NewServer(t)
 		q, _, err := srv.Service.CreateQueue(context.Background(), "jobs", nil)
 		if err != nil {
@@ -72,7 +73,7 @@ func overLoopback(t *testing.T) propertyBackend {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		open := func(name string) (Queue, azq.QueueOpener) {
+		open := func(name string) (worker.Queue, azq.QueueOpener) {
 			aq, err := svc.Queue(name)
 			if err != nil {
 				rt.Fatal(err)
@@ -129,7 +130,7 @@ func checkEveryMessageProcessedOrPoisoned(t *testing.T, b propertyBackend) {
 		}
 		var mu sync.Mutex
 		succeeded := make(map[string]bool)
-		handler := func(ctx context.Context, d *Delivery) error {
+		handler := func(ctx context.Context, d *worker.Delivery) error {
 			i, _ := strconv.Atoi(d.Message.Content[1:])
 			a := int(d.Message.DequeueCount) - 1
 			o := succeed
@@ -169,12 +170,12 @@ func checkEveryMessageProcessedOrPoisoned(t *testing.T, b propertyBackend) {
 			}
 			s := &slot{st: st, lastGet: new(atomic.Int64), lastWait: new(atomic.Int64)}
 			src, opener := open("jobs")
-			var source Queue
-			var poison PoisonOpener
+			var source worker.Queue
+			var poison worker.PoisonOpener
 			if b.polls {
 				cq := &polledCrashQueue{Queue: src, st: st, seq: &seq, lastGet: s.lastGet}
 				source, s.returned = cq, &cq.returned
-				poison = func(ctx context.Context, name string) (Queue, error) {
+				poison = func(ctx context.Context, name string) (worker.Queue, error) {
 					pq, err := opener.OpenQueue(ctx, name)
 					if err != nil {
 						return nil, err
@@ -184,7 +185,7 @@ func checkEveryMessageProcessedOrPoisoned(t *testing.T, b propertyBackend) {
 			} else {
 				cq := &crashQueue{Queue: e.q, st: st}
 				source, s.returned = cq, &cq.returned
-				poison = func(ctx context.Context, name string) (Queue, error) {
+				poison = func(ctx context.Context, name string) (worker.Queue, error) {
 					pq, _, err := e.svc.CreateQueue(ctx, name, nil)
 					if err != nil {
 						return nil, err
@@ -192,19 +193,19 @@ func checkEveryMessageProcessedOrPoisoned(t *testing.T, b propertyBackend) {
 					return &crashQueue{Queue: pq, st: st}, nil
 				}
 			}
-			opts := Options{LeaseDuration: lease, MaxDequeueCount: maxDQ,
+			opts := worker.Options{LeaseDuration: lease, MaxDequeueCount: maxDQ,
 				Poison: poison, ShutdownTimeout: -1, OnEvent: e.rec.on}
 			if b.polls {
 				opts.QueueName, opts.Clock = "jobs", e.mock
 				opts.MinPollInterval, opts.MaxPollInterval = pollInterval, pollInterval
-				opts.OnEvent = func(ev Event) {
-					if ev.Kind == EventPollWait {
+				opts.OnEvent = func(ev worker.Event) {
+					if ev.Kind == worker.EventPollWait {
 						s.lastWait.Store(seq.Add(1))
 					}
 					e.rec.on(ev)
 				}
 			}
-			s.run = start(New(source, handler, opts))
+			s.run = start(worker.New(source, handler, opts))
 			return s
 		}
 		slots := make([]*slot, nWorkers)
@@ -287,11 +288,11 @@ func checkEveryMessageProcessedOrPoisoned(t *testing.T, b propertyBackend) {
 					break
 				}
 				for _, m := range ms {
-					rec, err := ParsePoisonRecord(m.Content)
+					rec, err := worker.ParsePoisonRecord(m.Content)
 					if err != nil {
 						rt.Fatalf("poison message %q: %v", m.Content, err)
 					}
-					if rec.Reason != ReasonHandlerFailed && rec.Reason != ReasonDequeueCountExceeded {
+					if rec.Reason != worker.ReasonHandlerFailed && rec.Reason != worker.ReasonDequeueCountExceeded {
 						rt.Fatalf("poison reason %q", rec.Reason)
 					}
 					if rec.DequeueCount < int64(maxDQ) {
@@ -315,7 +316,7 @@ func checkEveryMessageProcessedOrPoisoned(t *testing.T, b propertyBackend) {
 // polledCrashQueue is crashQueue for a source the worker polls, any
 // Queue: it has no Receive, and it records when each Get starts.
 type polledCrashQueue struct {
-	Queue
+	worker.Queue
 	st       *crashState
 	returned atomic.Int64
 	seq      *atomic.Int64 // shared with the poll-wait events

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/azqlib/azq/worker"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/azqlib/azq/faults"
 	"github.com/azqlib/azq/metrics"
 	"github.com/azqlib/azq/observe"
+	"github.com/azqlib/azq/worker"
 )
 
 // badDay is about 10 % of every operation failing: each of three rules

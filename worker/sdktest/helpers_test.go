@@ -3,14 +3,17 @@ package sdktest_test
 import (
 	"context"
 	"errors"
-	"github.com/azqlib/azq/worker"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/worker"
 	"github.com/benbjohnson/clock"
 )
+
+// The helpers below are copies of those of package worker's own tests
+// (worker/helpers_test.go) that these external tests use.
 
 // tb is what the helpers need of *testing.T and *rapid.T alike.
 type tb interface {
@@ -91,19 +94,6 @@ func (r *recorder) poke() {
 	}
 }
 
-// of returns the recorded events of kind k.
-func (r *recorder) of(k worker.EventKind) []worker.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []worker.Event
-	for _, e := range r.events {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // waitFor blocks until cond holds, re-checking after every event. The
 // real-time limit only turns a hang into a failure; correct runs never
 // come near it.
@@ -124,15 +114,6 @@ func (r *recorder) waitForDiag(t tb, what func() string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what())
 		}
 	}
-}
-
-// waitEvents waits until at least n events of kind k were recorded and
-// returns them.
-func (r *recorder) waitEvents(t tb, k worker.EventKind, n int) []worker.Event {
-	t.Helper()
-	var got []worker.Event
-	r.waitFor(t, k.String(), func() bool { got = r.of(k); return len(got) >= n })
-	return got
 }
 
 // running is a worker started in the background.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/azqlib/azq/worker"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/azqlib/azq"
 	"github.com/azqlib/azq/azqtest"
 	"github.com/azqlib/azq/azure"
+	"github.com/azqlib/azq/worker"
 	"pgregory.net/rapid"
 )
 

@@ -7,6 +7,8 @@ replace github.com/azqlib/azq => ../
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0
 	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/azqtest v0.2.0
+	github.com/azqlib/azq/azure v0.2.0
 	github.com/benbjohnson/clock v1.3.5
 	gocloud.dev v0.40.0
 )
@@ -14,8 +16,6 @@ require (
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.1 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1 // indirect
-	github.com/azqlib/azq/azqtest v0.2.0
-	github.com/azqlib/azq/azure v0.2.0
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
 	github.com/google/go-cmp v0.7.0 // indirect

@@ -7,6 +7,8 @@ replace github.com/azqlib/azq => ../
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.1
 	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/azqtest v0.2.0
+	github.com/azqlib/azq/azure v0.2.0
 	github.com/benbjohnson/clock v1.3.5
 	go.uber.org/goleak v1.3.0
 )
@@ -15,8 +17,6 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.1 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1 // indirect
-	github.com/azqlib/azq/azqtest v0.2.0
-	github.com/azqlib/azq/azure v0.2.0
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect

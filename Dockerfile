@@ -41,10 +41,11 @@ WORKDIR /src
 # azqd is built as its own module resolves its dependencies, the versions
 # its go.mod gives, as go install github.com/azqlib/azq/cmd/azqd@version
 # builds it, and not as go.work unifies them with the other modules'
-# (GOWORK=off). Its go.mod requires the releases of the root module and
-# of the PostgreSQL back end (postgres/) and replaces nothing, as go
-# install needs; clone.mod, a copy of it that replaces those two with
-# this clone's (../.. and ../../postgres), is the go.mod the build reads
+# (GOWORK=off). Its go.mod requires the releases of the root module, of
+# the PostgreSQL back end (postgres/), of metrics/ and of azure/ (which
+# requires azqtest/) and replaces nothing, as go install needs;
+# clone.mod, a copy of it that replaces those with this clone's (../..,
+# ../../postgres and the others), is the go.mod the build reads
 # (-modfile), with clone.sum, a copy of go.sum, beside it; .dockerignore
 # leaves any clone.mod of the context out, so that COPY . . keeps this one.
 ENV GOWORK=off
@@ -53,9 +54,14 @@ ENV GOWORK=off
 COPY go.mod go.sum ./
 COPY cmd/azqd/go.mod cmd/azqd/go.sum ./cmd/azqd/
 COPY postgres/go.mod postgres/go.sum ./postgres/
+COPY metrics/go.mod metrics/go.sum ./metrics/
+COPY azure/go.mod azure/go.sum ./azure/
+COPY azqtest/go.mod azqtest/go.sum ./azqtest/
 # -x lists each download as it goes, which a first build waits minutes for.
 RUN cd cmd/azqd && cp go.mod clone.mod && cp go.sum clone.sum && \
-    go mod edit -replace=github.com/azqlib/azq=../.. -replace=github.com/azqlib/azq/postgres=../../postgres clone.mod && \
+    go mod edit -replace=github.com/azqlib/azq=../.. -replace=github.com/azqlib/azq/postgres=../../postgres \
+      -replace=github.com/azqlib/azq/metrics=../../metrics -replace=github.com/azqlib/azq/azure=../../azure \
+      -replace=github.com/azqlib/azq/azqtest=../../azqtest clone.mod && \
     go mod download -x -modfile=clone.mod
 COPY . .
 # The commit azqd is built from, for azqd -version: the build context has

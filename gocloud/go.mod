@@ -6,7 +6,9 @@ replace github.com/azqlib/azq => ../
 
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0
-	github.com/azqlib/azq v0.1.0
+	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/azqtest v0.2.0
+	github.com/azqlib/azq/azure v0.2.0
 	github.com/benbjohnson/clock v1.3.5
 	gocloud.dev v0.40.0
 )
@@ -19,7 +21,6 @@ require (
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/gax-go/v2 v2.13.0 // indirect
-	github.com/stretchr/testify v1.11.1 // indirect
 	github.com/tidwall/btree v1.8.2 // indirect
 	go.opencensus.io v0.24.0 // indirect
 	golang.org/x/net v0.43.0 // indirect
@@ -33,3 +34,7 @@ require (
 	google.golang.org/grpc v1.65.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
+
+replace github.com/azqlib/azq/azure => ../azure
+
+replace github.com/azqlib/azq/azqtest => ../azqtest

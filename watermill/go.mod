@@ -6,7 +6,9 @@ replace github.com/azqlib/azq => ../
 
 require (
 	github.com/ThreeDotsLabs/watermill v1.5.1
-	github.com/azqlib/azq v0.1.0
+	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/azqtest v0.2.0
+	github.com/azqlib/azq/azure v0.2.0
 	github.com/benbjohnson/clock v1.3.5
 	go.uber.org/goleak v1.3.0
 )
@@ -28,3 +30,7 @@ require (
 	golang.org/x/text v0.28.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+replace github.com/azqlib/azq/azure => ../azure
+
+replace github.com/azqlib/azq/azqtest => ../azqtest

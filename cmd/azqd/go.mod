@@ -5,7 +5,9 @@ go 1.23.0
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1
-	github.com/azqlib/azq v0.1.0
+	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/azure v0.2.0
+	github.com/azqlib/azq/metrics v0.2.0
 	github.com/benbjohnson/clock v1.3.5
 	github.com/chromedp/chromedp v0.13.6
 	github.com/golang-jwt/jwt/v5 v5.3.1

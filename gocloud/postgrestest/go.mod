@@ -9,7 +9,7 @@ replace (
 )
 
 require (
-	github.com/azqlib/azq v0.1.0
+	github.com/azqlib/azq v0.2.0
 	github.com/azqlib/azq/gocloud v0.1.0
 	github.com/azqlib/azq/postgres v0.1.0
 )
@@ -18,6 +18,7 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.1 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1 // indirect
+	github.com/azqlib/azq/azure v0.2.0 // indirect
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
@@ -41,3 +42,7 @@ require (
 	google.golang.org/grpc v1.65.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
+
+replace github.com/azqlib/azq/azure => ../../azure
+
+replace github.com/azqlib/azq/azqtest => ../../azqtest

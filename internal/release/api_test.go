@@ -39,13 +39,13 @@ func TestAPICheck(t *testing.T) {
 		t.Fatalf("the working tree against its own baselines: %v\n%s", err, out)
 	}
 
-	// azq.Version goes: the name a user's code may use is broken.
-	if err := os.Remove(filepath.Join(dir, "version.go")); err != nil {
-		t.Fatal(err)
-	}
+	// azq.Version becomes a variable: a user's constant expression that
+	// names it is broken. (Removing it would break the build of azqtest,
+	// which names it, before the check could say so.)
+	editFile(t, dir, "version.go", "const Version =", "var Version =")
 	out, err = release("api", "-repo", dir)
 	if err == nil || !strings.Contains(err.Error(), "1 incompatible API change") {
-		t.Fatalf("with azq.Version removed: %v, want one incompatible change\n%s", err, out)
+		t.Fatalf("with azq.Version a variable: %v, want one incompatible change\n%s", err, out)
 	}
 	m := regexp.MustCompile(`(?m)^  INCOMPATIBLE:  (.*Version.*)$`).FindStringSubmatch(out)
 	if m == nil {

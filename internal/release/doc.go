@@ -10,8 +10,10 @@
 //	.ci/release proxy -dir DIR
 //	.ci/release tidy
 //
-// The modules are the ones go.work lists; the version is azq.Version
-// (version.go), which CHANGELOG.md's newest release heading repeats.
+// The modules are the ones go.work lists, but its test-only modules
+// (testOnlyModules: the examples, server/sdktest, worker/sdktest), which
+// are never released; the version is azq.Version (version.go), which
+// CHANGELOG.md's newest release heading repeats.
 //
 // tag checks the clone (no changes; azq.Version is the changelog's newest
 // release; a nested module requires the repository's modules at it; no replace
@@ -33,9 +35,10 @@
 // commit: the modules as the tags would publish them.
 //
 // tidy runs go mod tidy in every module, outside the workspace, giving a
-// module that has no replace of the root module (the commands' modules,
-// cmd/azqd, cmd/azqsim, cmd/azqload, which go install …@version needs
-// without one) the clone's for the run.
+// nested module a replace for the run of each of the repository's modules
+// it does not replace itself (the commands' modules, cmd/azqd, cmd/azqsim,
+// cmd/azqload, which go install …@version needs without one, replace
+// none), and then in the modules that are never released.
 //
 // docs/releasing.md has the whole process. The tests that drive the go
 // command (the release in a copy of the clone, the API check, tidy, and

@@ -23,11 +23,23 @@ import (
 // repository is rootPath/DIR, tagged DIR/vX.Y.Z.
 const rootPath = "github.com/azqlib/azq"
 
+// testOnlyModules are the directories of the modules go.work lists that
+// are never released: they hold tests (and the examples) that need
+// modules the packages they test do not require, such as server's tests
+// through the Azure SDK, and are in the workspace only so that the
+// README's test command runs them. They may replace any module with the
+// clone's, as no one depends on them. release tidy tidies them with the
+// repository's other unreleased modules; tag, api and proxy leave them
+// out.
+var testOnlyModules = []string{"examples", "server/sdktest", "worker/sdktest"}
+
 // repo is a clone of the repository: its modules, as go.work lists them,
 // and the version in its code.
 type repo struct {
 	dir     string   // the clone's root
-	modules []module // the root module first, then by directory
+	modules []module // the released ones: the root module first, then by directory
+	// testOnly are the directories of go.work's testOnlyModules.
+	testOnly []string
 	// workReplace are go.work's replace directives: of a nested module's
 	// release that another requires, by its directory in the clone.
 	workReplace []*modfile.Replace
@@ -86,6 +98,10 @@ func openRepo(dir string) (*repo, error) {
 		}
 		if rel == "." {
 			rel = ""
+		}
+		if slices.Contains(testOnlyModules, rel) {
+			r.testOnly = append(r.testOnly, rel)
+			continue
 		}
 		m := module{dir: rel}
 		modFile := filepath.Join(m.abs(dir), "go.mod")

@@ -26,10 +26,20 @@ func TestOpenRepo(t *testing.T) {
 			t.Errorf("module in %q is %s, want %s", m.dir, m.path, want)
 		}
 	}
-	want := workModules(t, root)
+	var want []string
+	for _, d := range workModules(t, root) {
+		if !slices.Contains(testOnlyModules, d) {
+			want = append(want, d)
+		}
+	}
 	slices.Sort(want)
 	if !slices.Equal(dirs, want) {
-		t.Errorf("modules %q, want go.work's %q", dirs, want)
+		t.Errorf("modules %q, want go.work's %q but the test-only %q", dirs, want, testOnlyModules)
+	}
+	// A test-only module that go.work does not list is a stale entry:
+	// its tests would not run, or it was renamed and would be released.
+	if !slices.Equal(r.testOnly, testOnlyModules) {
+		t.Errorf("go.work's test-only modules %q, want every one of testOnlyModules %q", r.testOnly, testOnlyModules)
 	}
 	for _, d := range []string{"", "cmd/azqd", "gocloud", "watermill"} {
 		if !slices.Contains(dirs, d) {
@@ -77,5 +87,41 @@ func TestOpenRepoRefusesAModuleItCannotTag(t *testing.T) {
 	})
 	if _, err := openRepo(dir); err == nil || !strings.Contains(err.Error(), "drivers/x/vX.Y.Z names "+rootPath+"/drivers/x only") {
 		t.Errorf("openRepo: %v", err)
+	}
+}
+
+// TestOpenRepoLeavesTestOnlyModulesOut: a module of go.work that
+// testOnlyModules names is not released, so the tag, API and proxy steps
+// never see it, replace directives and all; tidy still tidies it.
+func TestOpenRepoLeavesTestOnlyModulesOut(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.work":               "go 1.23.0\n\nuse (\n\t.\n\t./server/sdktest\n\t./sim\n)\n",
+		"go.mod":                "module " + rootPath + "\n\ngo 1.23.0\n",
+		"sim/go.mod":            "module " + rootPath + "/sim\n\ngo 1.23.0\n",
+		"server/sdktest/go.mod": "module " + rootPath + "/server/sdktest\n\ngo 1.23.0\n\nreplace example.com/x => ../x\n",
+		"bench/durable/go.mod":  "module " + rootPath + "/bench/durable\n\ngo 1.23.0\n",
+		"testdata/other/go.mod": "module other\n\ngo 1.23.0\n",
+	})
+	r, err := openRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, m := range r.modules {
+		dirs = append(dirs, m.dir)
+	}
+	if want := []string{"", "sim"}; !slices.Equal(dirs, want) {
+		t.Errorf("released modules %q, want %q", dirs, want)
+	}
+	if want := []string{"server/sdktest"}; !slices.Equal(r.testOnly, want) {
+		t.Errorf("test-only modules %q, want %q", r.testOnly, want)
+	}
+	others, err := unreleasedModules(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"bench/durable", "server/sdktest"}; !slices.Equal(others, want) {
+		t.Errorf("modules tidy tidies as unreleased %q, want %q", others, want)
 	}
 }

@@ -26,8 +26,7 @@ import (
 // the clone's modules in their place: the drivers' go.mod files replace
 // the root module with a directive of their own; a module with commands
 // has none, as go install …@version refuses it, and gets one for the run
-// only, of each of the repository's modules it requires (azqd: the root
-// module and the PostgreSQL back end).
+// only, of each of the repository's modules it does not replace itself.
 func cmdTidy(args []string, stdout, stderr io.Writer) error {
 	fset := flag.NewFlagSet("tidy", flag.ContinueOnError)
 	fset.SetOutput(stderr)
@@ -65,9 +64,10 @@ func cmdTidy(args []string, stdout, stderr io.Writer) error {
 }
 
 // unreleasedModules are the directories, relative to the clone and
-// slash-separated, of the modules that go.work does not list: every
-// go.mod below the clone but those in testdata, node_modules and hidden
-// directories, which the go command ignores too.
+// slash-separated, of the modules that are never released: go.work's
+// test-only modules, and every go.mod below the clone that go.work does
+// not list, but those in testdata, node_modules and hidden directories,
+// which the go command ignores too.
 func unreleasedModules(r *repo) ([]string, error) {
 	listed := map[string]bool{}
 	for _, m := range r.modules {
@@ -104,8 +104,8 @@ func unreleasedModules(r *repo) ([]string, error) {
 }
 
 // tidy runs go mod tidy in m, outside the workspace, with a replace for
-// the run of each of the repository's modules that m requires and does
-// not replace itself.
+// the run of each of the repository's modules that m does not replace
+// itself.
 func tidy(r *repo, m module) error {
 	dir := m.abs(r.dir)
 	modFile := filepath.Join(dir, "go.mod")
@@ -124,7 +124,11 @@ func tidy(r *repo, m module) error {
 			if err != nil {
 				return err
 			}
-			if err := f.AddReplace(o.path, "", filepath.ToSlash(rel), ""); err != nil {
+			rel = filepath.ToSlash(rel)
+			if !strings.HasPrefix(rel, "../") {
+				rel = "./" + rel // a directory, not a module path
+			}
+			if err := f.AddReplace(o.path, "", rel, ""); err != nil {
 				return err
 			}
 		}
@@ -172,8 +176,11 @@ func tidy(r *repo, m module) error {
 }
 
 // temporaryReplaces are the repository's modules that tidy replaces with
-// the clone's for a run in m: those m requires, or the root module for
-// any nested module, when m's go.mod does not replace them itself.
+// the clone's for a run in m: every one but m that m's go.mod does not
+// replace itself, for any nested module. Not only those m requires: go
+// mod tidy also reads the modules the tests of m's dependencies need
+// (azure's tests need azqtest), and a module of the next release is on
+// no proxy yet. A replace of a module outside m's graph changes nothing.
 func temporaryReplaces(r *repo, m module) []module {
 	if m.dir == "" {
 		return nil
@@ -182,13 +189,9 @@ func temporaryReplaces(r *repo, m module) []module {
 	for _, rp := range m.gomod.Replace {
 		replaced[rp.Old.Path] = true
 	}
-	required := map[string]bool{rootPath: true}
-	for _, rq := range m.gomod.Require {
-		required[rq.Mod.Path] = true
-	}
 	var out []module
 	for _, o := range r.modules {
-		if o.path != m.path && required[o.path] && !replaced[o.path] {
+		if o.path != m.path && !replaced[o.path] {
 			out = append(out, o)
 		}
 	}

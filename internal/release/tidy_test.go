@@ -11,10 +11,11 @@ import (
 )
 
 // keptOut are the modules, by path prefix, that the root module must not
-// require, directly or not: a plotting library and a browser driver,
-// which the modules of their own that need them (sim, cmd/azqd) require,
-// so that they stay out of the module graph of every module using azq.
-var keptOut = []string{"gonum.org/", "github.com/chromedp/"}
+// require, directly or not: a plotting library, a browser driver,
+// Prometheus and the Azure SDK, which the modules of their own that need
+// them (sim, cmd/azqd, metrics, azure and azqtest) require, so that they
+// stay out of the module graph of every module using azq.
+var keptOut = []string{"gonum.org/", "github.com/chromedp/", "github.com/prometheus/", "github.com/Azure/azure-sdk-for-go/"}
 
 // keptOutOf lists the modules of keptOut among paths.
 func keptOutOf(paths []string) []string {
@@ -29,11 +30,11 @@ func keptOutOf(paths []string) []string {
 	return found
 }
 
-// TestRootModuleRequiresNoPlotsNorBrowser reads the root go.mod: it lists
-// every module the root module's packages and tests need, so a package
-// that brought a plotting library or a browser driver back into the root
-// module fails here.
-func TestRootModuleRequiresNoPlotsNorBrowser(t *testing.T) {
+// TestRootModuleRequiresNoneKeptOut reads the root go.mod: it lists every
+// module the root module's packages and tests need, so a package or a
+// test that brought a plotting library, a browser driver, Prometheus or
+// the Azure SDK back into the root module fails here.
+func TestRootModuleRequiresNoneKeptOut(t *testing.T) {
 	file := filepath.Join(repoRoot(t), "go.mod")
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -48,7 +49,7 @@ func TestRootModuleRequiresNoPlotsNorBrowser(t *testing.T) {
 		paths = append(paths, r.Mod.Path)
 	}
 	if found := keptOutOf(paths); len(found) > 0 {
-		t.Errorf("the root go.mod requires %s: move what needs it into a module of its own (sim, cmd/azqd)", strings.Join(found, ", "))
+		t.Errorf("the root go.mod requires %s: move what needs it into a module of its own (sim, cmd/azqd, metrics, azure, azqtest; a test into server/sdktest or worker/sdktest)", strings.Join(found, ", "))
 	}
 }
 

@@ -8,9 +8,10 @@
 //	go run ./internal/testrun -long      # and then the long runs, as CI does
 //
 // It runs go test -json with the race detector over the root module and
-// azqd's, azqload's and the simulator's modules (./... ./cmd/azqd/...
-// ./cmd/azqload/... ./sim/... ./cmd/azqsim/...), two packages a core at
-// once (-p; many tests wait on processes, sockets and the disk). It first
+// the modules of their own that go.work adds (./... ./cmd/azqd/...
+// ./cmd/azqload/... ./sim/... ./cmd/azqsim/... ./metrics/... ./azure/...
+// ./azqtest/... ./examples/... ./server/sdktest/... ./worker/sdktest/...),
+// two packages a core at once (-p; many tests wait on processes, sockets and the disk). It first
 // says what it runs and, from go list, how many packages; a first run's
 // module downloads come there, and its compiling takes minutes before
 // the first package ends. Then it prints each package's line as go test

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/azqlib/azq"
-	"github.com/azqlib/azq/azure"
 	"github.com/azqlib/azq/internal/transient"
 )
 
@@ -59,7 +58,6 @@ func TestIs(t *testing.T) {
 		{"resolver timeout", cut(&net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}}), true},
 		{"try timed out", cut(context.DeadlineExceeded), true},
 		{"cancelled", cut(context.Canceled), false},
-		{"response too large", &azure.ResponseTooLargeError{}, false},
 		{"unknown", errors.New("something else"), false},
 	}
 	for _, tt := range tests {

@@ -15,7 +15,7 @@ require (
 )
 
 require (
-	github.com/azqlib/azq v0.1.0 // indirect
+	github.com/azqlib/azq v0.2.0 // indirect
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -35,3 +35,7 @@ require (
 	golang.org/x/text v0.28.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+replace github.com/azqlib/azq/azure => ../../azure
+
+replace github.com/azqlib/azq/azqtest => ../../azqtest

@@ -1,14 +1,19 @@
-// A program of a user's module that imports the simulator, which the
-// root module held up to v0.1.0 and a module of its own holds after it:
-// built with either, it finds package sim in exactly one module.
+// A program of a user's module that imports the simulator, the metrics
+// and the Azure back end, which the root module held up to v0.1.0 and
+// modules of their own hold after it: built with either, it finds each
+// package in exactly one module.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/azure"
+	"github.com/azqlib/azq/metrics"
+	"github.com/azqlib/azq/observe"
 	"github.com/azqlib/azq/sim"
 )
 
@@ -27,5 +32,15 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("sim: scenario", sc.Name)
+
+	rec := metrics.NewRecorder()
+	rec.Observe(observe.Observation{Operation: "PutMessage", Outcome: observe.Success})
+	s := rec.Snapshot()
+	fmt.Println("metrics:", s.Count("PutMessage", ""), "PutMessage")
+
+	var tooLarge *azure.ResponseTooLargeError
+	if err := fmt.Errorf("get: %w", &azure.ResponseTooLargeError{Method: "GET", Path: "/q/messages", Limit: 1}); errors.As(err, &tooLarge) {
+		fmt.Println("azure: answer too large")
+	}
 	fmt.Println("azq", azq.Version)
 }

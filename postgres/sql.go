@@ -48,8 +48,10 @@ RETURNING seq, inserted_at, visible_at, expires_at,
 	// of the arrays, which its ORDER BY gives their keys (seq): $2 to $6
 	// hold, element by element, what put's $2 to $6 hold for one. Every
 	// row has the one time $7. No row: no such queue; else a row a
-	// message, with its random half to tell which.
+	// message, with its random half to tell which, and whether any
+	// Service waits on the queue, looked up once for the batch.
 	sqlPutBatch = `
+WITH ins AS (
 INSERT INTO {{schema}}.messages (id_rand, queue_id, inserted_at, visible_at, expires_at, tag, content)
 SELECT u.id_rand, q.id, t.now, {{schema}}.add_ns(t.now, u.visibility),
 	CASE WHEN u.ttl < 0 THEN 9223372036854775807 ELSE {{schema}}.add_ns(t.now, u.ttl) END,
@@ -59,8 +61,9 @@ FROM {{schema}}.queues q, (SELECT coalesce($7::bigint, {{dbnow}}) AS now) t,
 		WITH ORDINALITY AS u (id_rand, visibility, ttl, tag, content, ord)
 WHERE q.name = $1
 ORDER BY u.ord
-RETURNING id_rand, seq, inserted_at, visible_at, expires_at,
-	EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)`
+RETURNING id_rand, seq, inserted_at, visible_at, expires_at
+)
+SELECT ins.*, (SELECT EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)) FROM ins`
 
 	// notify wakes the Services waiting on the queue $2: a notification
 	// on the channel $1, in a transaction of its own, after the Put or
@@ -165,14 +168,20 @@ RETURNING m.seq`
 	// versions and tags of the messages deleted, to tell which items
 	// matched. The queue's
 	// row and its messages are read in the statement's one snapshot, as
-	// delete's are.
+	// delete's are. The messages are found by their keys, in the primary
+	// key's index, and each is checked against the items apart (OFFSET 0
+	// keeps that check from becoming a join): as a join, the planner may
+	// read every message of the queue, by messages_visible, to match 32.
 	sqlDeleteBatch = `
 WITH q AS (SELECT id FROM {{schema}}.queues WHERE name = $1),
 del AS (
 	DELETE FROM {{schema}}.messages m
-	USING unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS k (seq, id_rand, version, tag)
-	WHERE m.seq = k.seq AND m.id_rand = k.id_rand AND m.queue_id = (SELECT id FROM q)
-		AND m.version = k.version AND m.tag = k.tag AND m.expires_at > coalesce($6::bigint, {{dbnow}})
+	WHERE m.seq = ANY($2::bigint[]) AND m.queue_id = (SELECT id FROM q)
+		AND m.expires_at > coalesce($6::bigint, {{dbnow}})
+		AND EXISTS (
+			SELECT FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS k (seq, id_rand, version, tag)
+			WHERE k.seq = m.seq AND k.id_rand = m.id_rand AND k.version = m.version AND k.tag = m.tag
+			OFFSET 0)
 	RETURNING m.seq, m.id_rand, m.version, m.tag
 )
 SELECT (SELECT id FROM q), array(SELECT seq FROM del), array(SELECT id_rand FROM del),

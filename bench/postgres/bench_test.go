@@ -591,3 +591,289 @@ func BenchmarkIdleReceive(b *testing.B) {
 	cancel()
 	wg.Wait()
 }
+
+// batchSize is the size of every batch of BenchmarkBatch: a full one.
+const batchSize = azq.MaxBatchSize
+
+// The batched floor's statements: insert a batch of rows; take the first
+// batchSize visible ones with FOR UPDATE SKIP LOCKED and hide them;
+// delete them by an array of keys.
+const (
+	floorPutBatch    = `INSERT INTO floor.messages (payload) SELECT unnest($1::bytea[])`
+	floorTakeBatch   = `UPDATE floor.messages SET visible_at = now() + interval '30 seconds' WHERE id IN (SELECT id FROM floor.messages WHERE visible_at <= now() ORDER BY visible_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING id, payload`
+	floorDeleteBatch = `DELETE FROM floor.messages WHERE id = ANY($1)`
+)
+
+// batchCycle puts batchSize messages, and takes and deletes batchSize,
+// a batch at a time: a caller may take others' messages, and the others
+// its own, but every message put is deleted.
+func (f *floor) batchCycle(ctx context.Context) error {
+	payloads := make([][]byte, batchSize)
+	for i := range payloads {
+		payloads[i] = []byte(payload)
+	}
+	if _, err := f.pool.Exec(ctx, floorPutBatch, payloads); err != nil {
+		return err
+	}
+	for left := batchSize; left > 0; {
+		rows, err := f.pool.Query(ctx, floorTakeBatch, left)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			var p []byte
+			if err := rows.Scan(&id, &p); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			continue // every visible row is another caller's for the moment
+		}
+		if _, err := f.pool.Exec(ctx, floorDeleteBatch, ids); err != nil {
+			return err
+		}
+		left -= len(ids)
+	}
+	return nil
+}
+
+// putRequests is a batch of batchSize payloads.
+func putRequests() []azq.PutRequest {
+	reqs := make([]azq.PutRequest, batchSize)
+	for i := range reqs {
+		reqs[i].Content = payload
+	}
+	return reqs
+}
+
+// settle deletes msgs in one DeleteBatch, every one of which must go.
+func settle(ctx context.Context, q *postgres.Queue, msgs []azq.Message) error {
+	dels := make([]azq.DeleteRequest, len(msgs))
+	for i, m := range msgs {
+		dels[i] = azq.DeleteRequest{ID: m.ID, PopReceipt: m.PopReceipt}
+	}
+	errs, err := q.DeleteBatch(ctx, dels)
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// azqBatchCycle is batchCycle on q: a PutBatch, and Gets of up to
+// batchSize, each settled by a DeleteBatch.
+func azqBatchCycle(ctx context.Context, q *postgres.Queue) error {
+	res, err := q.PutBatch(ctx, putRequests())
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	buf := make([]azq.Message, 0, batchSize)
+	for left := batchSize; left > 0; {
+		ms, err := q.AppendGet(ctx, buf[:0], left, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			continue // every visible message is another caller's for the moment
+		}
+		if err := settle(ctx, q, ms); err != nil {
+			return err
+		}
+		left -= len(ms)
+	}
+	return nil
+}
+
+// runBatches is run for batches: b.N messages, rounded up to whole
+// batches, each cycle a batch, and the rate reported in messages, so
+// that it compares with BenchmarkCycle's.
+func runBatches(b *testing.B, callers int, cycle func(context.Context) error, wait func()) {
+	b.Helper()
+	batches := (b.N + batchSize - 1) / batchSize
+	var left atomic.Int64
+	left.Store(int64(batches))
+	errs := make(chan error, callers)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				if err := cycle(bg); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if wait != nil {
+		wait()
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(batches*batchSize)/elapsed.Seconds(), "cycles/s")
+}
+
+// BenchmarkBatch is BenchmarkCycle with batches of 32 (a cycle is still
+// a message's life, put, got and deleted): azq's PostgreSQL back end,
+// each caller putting a batch with PutBatch, getting up to 32 at a time
+// and settling each Get with DeleteBatch, and the batched floor doing
+// the same in bare SQL on the same pool; then the work in River's shape,
+// producers and consumers apart, on azq (PutBatch; Receive of 32 and
+// DeleteBatch) and on River (InsertMany of 32, and workers that do
+// nothing, whose completions River's batch completer settles).
+func BenchmarkBatch(b *testing.B) {
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("impl=azq/callers=%d", callers), func(b *testing.B) {
+			e := setUp(b)
+			q, _, err := e.svc.CreateQueue(bg, "batch", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runBatches(b, callers, func(ctx context.Context) error { return azqBatchCycle(ctx, q) }, nil)
+		})
+		b.Run(fmt.Sprintf("impl=floor/callers=%d", callers), func(b *testing.B) {
+			e := setUp(b)
+			runBatches(b, callers, e.floor.batchCycle, nil)
+		})
+		b.Run(fmt.Sprintf("impl=azq-receive/callers=%d", callers), func(b *testing.B) {
+			azqBatchPipeline(b, setUp(b), callers)
+		})
+		b.Run(fmt.Sprintf("impl=river/callers=%d", callers), func(b *testing.B) {
+			riverBatches(b, setUp(b), callers)
+		})
+	}
+}
+
+// azqBatchPipeline is azqPipeline with batches: callers producers
+// PutBatch, and as many consumers Receive up to 32 messages at a time
+// and settle them with one DeleteBatch.
+func azqBatchPipeline(b *testing.B, e *env, callers int) {
+	q, _, err := e.svc.CreateQueue(bg, fmt.Sprintf("batch-pipeline-%d-%d", os.Getpid(), pipelineRuns.Add(1)), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	// As in azqPipeline, one message first has every consumer waiting
+	// before the timer starts.
+	var deleted atomic.Int64
+	target := int64((b.N+batchSize-1)/batchSize*batchSize) + 1
+	warm := make(chan struct{})
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ms, err := q.Receive(ctx, batchSize, 30*time.Second)
+				if ctx.Err() != nil {
+					return
+				}
+				if err == nil {
+					err = settle(ctx, q, ms)
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					panic(err)
+				}
+				n := deleted.Add(int64(len(ms)))
+				if n-int64(len(ms)) < 1 && n >= 1 {
+					close(warm)
+				}
+				if n-int64(len(ms)) < target && n >= target {
+					close(done)
+				}
+			}
+		}()
+	}
+	if _, err := q.Put(ctx, payload, nil); err != nil {
+		b.Fatal(err)
+	}
+	<-warm
+	runBatches(b, callers, func(ctx context.Context) error {
+		res, err := q.PutBatch(ctx, putRequests())
+		if err == nil {
+			for _, r := range res {
+				if r.Err != nil {
+					return r.Err
+				}
+			}
+		}
+		return err
+	}, func() { <-done })
+	cancel()
+	wg.Wait()
+}
+
+// riverBatches inserts b.N jobs, rounded up to whole batches, from
+// callers goroutines with InsertMany, and waits until a client has
+// completed them all, set as riverCycles sets it, with 32 workers a
+// caller: River fetches as many jobs at a time as it has free workers,
+// so that is what gives it batches of 32 to fetch, as azq's consumers
+// take. Its completions go through its batch completer, which River
+// always uses for a client that works jobs.
+func riverBatches(b *testing.B, e *env, callers int) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, noopWorker{})
+	client, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
+		Schema:            "river",
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: callers * batchSize}},
+		Workers:           workers,
+		FetchCooldown:     time.Millisecond,
+		FetchPollInterval: 50 * time.Millisecond,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: 1 << 20})
+	defer cancel()
+	if err := client.Start(bg); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, c := context.WithTimeout(bg, time.Minute)
+		defer c()
+		client.Stop(ctx)
+		e.pool.Exec(bg, "DELETE FROM river.river_job")
+	}()
+	total := (b.N + batchSize - 1) / batchSize * batchSize
+	done := make(chan struct{})
+	go func() {
+		for n := 0; n < total; n++ {
+			<-events
+		}
+		close(done)
+	}()
+	params := make([]river.InsertManyParams, batchSize)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: noopArgs{Payload: payload}}
+	}
+	runBatches(b, callers, func(ctx context.Context) error {
+		_, err := client.InsertMany(ctx, params)
+		return err
+	}, func() { <-done })
+}

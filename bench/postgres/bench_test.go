@@ -597,52 +597,49 @@ const batchSize = azq.MaxBatchSize
 
 // The batched floor's statements: insert a batch of rows; take the first
 // batchSize visible ones with FOR UPDATE SKIP LOCKED and hide them;
-// delete them by an array of keys.
+// delete them by an array of keys. The rows are picked in a CTE of their
+// own, as azq's Get picks them: as an IN (subquery), the subquery may run
+// again for a row another caller changed, and the UPDATE then takes more
+// rows than the LIMIT.
 const (
 	floorPutBatch    = `INSERT INTO floor.messages (payload) SELECT unnest($1::bytea[])`
-	floorTakeBatch   = `UPDATE floor.messages SET visible_at = now() + interval '30 seconds' WHERE id IN (SELECT id FROM floor.messages WHERE visible_at <= now() ORDER BY visible_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING id, payload`
+	floorTakeBatch   = `WITH picked AS MATERIALIZED (SELECT id FROM floor.messages WHERE visible_at <= now() ORDER BY visible_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) UPDATE floor.messages m SET visible_at = now() + interval '30 seconds' FROM picked p WHERE m.id = p.id RETURNING m.id, m.payload`
 	floorDeleteBatch = `DELETE FROM floor.messages WHERE id = ANY($1)`
 )
 
-// batchCycle puts batchSize messages, and takes and deletes batchSize,
-// a batch at a time: a caller may take others' messages, and the others
-// its own, but every message put is deleted.
-func (f *floor) batchCycle(ctx context.Context) error {
+// putBatch puts batchSize rows.
+func (f *floor) putBatch(ctx context.Context) error {
 	payloads := make([][]byte, batchSize)
 	for i := range payloads {
 		payloads[i] = []byte(payload)
 	}
-	if _, err := f.pool.Exec(ctx, floorPutBatch, payloads); err != nil {
-		return err
+	_, err := f.pool.Exec(ctx, floorPutBatch, payloads)
+	return err
+}
+
+// takeBatch takes up to batchSize rows and deletes them, and returns how
+// many.
+func (f *floor) takeBatch(ctx context.Context) (int, error) {
+	rows, err := f.pool.Query(ctx, floorTakeBatch, batchSize)
+	if err != nil {
+		return 0, err
 	}
-	for left := batchSize; left > 0; {
-		rows, err := f.pool.Query(ctx, floorTakeBatch, left)
-		if err != nil {
-			return err
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var p []byte
+		if err := rows.Scan(&id, &p); err != nil {
+			rows.Close()
+			return 0, err
 		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			var p []byte
-			if err := rows.Scan(&id, &p); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			continue // every visible row is another caller's for the moment
-		}
-		if _, err := f.pool.Exec(ctx, floorDeleteBatch, ids); err != nil {
-			return err
-		}
-		left -= len(ids)
+		ids = append(ids, id)
 	}
-	return nil
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	_, err = f.pool.Exec(ctx, floorDeleteBatch, ids)
+	return len(ids), err
 }
 
 // putRequests is a batch of batchSize payloads.
@@ -667,9 +664,8 @@ func settle(ctx context.Context, q *postgres.Queue, msgs []azq.Message) error {
 	return errors.Join(errs...)
 }
 
-// azqBatchCycle is batchCycle on q: a PutBatch, and Gets of up to
-// batchSize, each settled by a DeleteBatch.
-func azqBatchCycle(ctx context.Context, q *postgres.Queue) error {
+// putBatch puts batchSize messages on q with PutBatch.
+func putBatch(ctx context.Context, q *postgres.Queue) error {
 	res, err := q.PutBatch(ctx, putRequests())
 	if err != nil {
 		return err
@@ -679,27 +675,70 @@ func azqBatchCycle(ctx context.Context, q *postgres.Queue) error {
 			return r.Err
 		}
 	}
-	buf := make([]azq.Message, 0, batchSize)
-	for left := batchSize; left > 0; {
-		ms, err := q.AppendGet(ctx, buf[:0], left, 30*time.Second)
-		if err != nil {
-			return err
-		}
-		if len(ms) == 0 {
-			continue // every visible message is another caller's for the moment
-		}
-		if err := settle(ctx, q, ms); err != nil {
-			return err
-		}
-		left -= len(ms)
-	}
 	return nil
 }
 
-// runBatches is run for batches: b.N messages, rounded up to whole
-// batches, each cycle a batch, and the rate reported in messages, so
-// that it compares with BenchmarkCycle's.
-func runBatches(b *testing.B, callers int, cycle func(context.Context) error, wait func()) {
+// takeBatch gets up to batchSize messages of q and settles them with
+// DeleteBatch, and returns how many.
+func takeBatch(ctx context.Context, q *postgres.Queue, buf []azq.Message) (int, error) {
+	ms, err := q.AppendGet(ctx, buf[:0], batchSize, 30*time.Second)
+	if err != nil || len(ms) == 0 {
+		return 0, err
+	}
+	return len(ms), settle(ctx, q, ms)
+}
+
+// runBatches runs b.N cycles, rounded up to whole batches, on callers
+// goroutines, each putting a batch and then taking one (up to batchSize
+// messages, which may be others'), until every batch is put and every
+// message taken; it reports the messages per second, so that the rate
+// compares with BenchmarkCycle's. take returns how many it took.
+func runBatches(b *testing.B, callers int, put func(context.Context) error, take func(context.Context) (int, error)) {
+	b.Helper()
+	batches := (b.N + batchSize - 1) / batchSize
+	total := int64(batches * batchSize)
+	var left, taken atomic.Int64
+	left.Store(int64(batches))
+	errs := make(chan error, callers)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if left.Add(-1) >= 0 {
+					if err := put(bg); err != nil {
+						errs <- err
+						return
+					}
+				} else if taken.Load() >= total {
+					return
+				}
+				n, err := take(bg)
+				if err != nil {
+					errs <- err
+					return
+				}
+				taken.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "cycles/s")
+}
+
+// runPutBatches is run with a batch a cycle: b.N messages, rounded up to
+// whole batches, put batch by batch by callers goroutines, then wait;
+// it reports messages per second.
+func runPutBatches(b *testing.B, callers int, put func(context.Context) error, wait func()) {
 	b.Helper()
 	batches := (b.N + batchSize - 1) / batchSize
 	var left atomic.Int64
@@ -713,7 +752,7 @@ func runBatches(b *testing.B, callers int, cycle func(context.Context) error, wa
 		go func() {
 			defer wg.Done()
 			for left.Add(-1) >= 0 {
-				if err := cycle(bg); err != nil {
+				if err := put(bg); err != nil {
 					errs <- err
 					return
 				}
@@ -721,9 +760,7 @@ func runBatches(b *testing.B, callers int, cycle func(context.Context) error, wa
 		}()
 	}
 	wg.Wait()
-	if wait != nil {
-		wait()
-	}
+	wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
 	close(errs)
@@ -735,8 +772,8 @@ func runBatches(b *testing.B, callers int, cycle func(context.Context) error, wa
 
 // BenchmarkBatch is BenchmarkCycle with batches of 32 (a cycle is still
 // a message's life, put, got and deleted): azq's PostgreSQL back end,
-// each caller putting a batch with PutBatch, getting up to 32 at a time
-// and settling each Get with DeleteBatch, and the batched floor doing
+// each caller putting a batch with PutBatch, then getting up to 32 and
+// settling them with DeleteBatch, in turn, and the batched floor doing
 // the same in bare SQL on the same pool; then the work in River's shape,
 // producers and consumers apart, on azq (PutBatch; Receive of 32 and
 // DeleteBatch) and on River (InsertMany of 32, and workers that do
@@ -749,11 +786,12 @@ func BenchmarkBatch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			runBatches(b, callers, func(ctx context.Context) error { return azqBatchCycle(ctx, q) }, nil)
+			runBatches(b, callers, func(ctx context.Context) error { return putBatch(ctx, q) },
+				func(ctx context.Context) (int, error) { return takeBatch(ctx, q, make([]azq.Message, 0, batchSize)) })
 		})
 		b.Run(fmt.Sprintf("impl=floor/callers=%d", callers), func(b *testing.B) {
 			e := setUp(b)
-			runBatches(b, callers, e.floor.batchCycle, nil)
+			runBatches(b, callers, e.floor.putBatch, e.floor.takeBatch)
 		})
 		b.Run(fmt.Sprintf("impl=azq-receive/callers=%d", callers), func(b *testing.B) {
 			azqBatchPipeline(b, setUp(b), callers)
@@ -813,17 +851,7 @@ func azqBatchPipeline(b *testing.B, e *env, callers int) {
 		b.Fatal(err)
 	}
 	<-warm
-	runBatches(b, callers, func(ctx context.Context) error {
-		res, err := q.PutBatch(ctx, putRequests())
-		if err == nil {
-			for _, r := range res {
-				if r.Err != nil {
-					return r.Err
-				}
-			}
-		}
-		return err
-	}, func() { <-done })
+	runPutBatches(b, callers, func(ctx context.Context) error { return putBatch(ctx, q) }, func() { <-done })
 	cancel()
 	wg.Wait()
 }
@@ -872,7 +900,7 @@ func riverBatches(b *testing.B, e *env, callers int) {
 	for i := range params {
 		params[i] = river.InsertManyParams{Args: noopArgs{Payload: payload}}
 	}
-	runBatches(b, callers, func(ctx context.Context) error {
+	runPutBatches(b, callers, func(ctx context.Context) error {
 		_, err := client.InsertMany(ctx, params)
 		return err
 	}, func() { <-done })

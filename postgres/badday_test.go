@@ -137,6 +137,11 @@ func TestLockTimeout(t *testing.T) {
 		{"Put", func() error { _, err := q.Put(ctx, "late", nil); return err }},
 		{"Get", func() error { _, err := q.Get(ctx, 1, time.Minute); return err }},
 		{"Peek", func() error { _, err := q.Peek(ctx, 1); return err }},
+		{"PutBatch", func() error { _, err := q.PutBatch(ctx, []azq.PutRequest{{Content: "late"}}); return err }},
+		{"DeleteBatch", func() error {
+			_, err := q.DeleteBatch(ctx, []azq.DeleteRequest{{PopReceipt: azq.RemotePopReceipt("x")}})
+			return err
+		}},
 		{"ListQueues", func() error { _, err := s.ListQueues(ctx, azq.ListQueuesOptions{}); return err }},
 	} {
 		start := time.Now()

@@ -43,3 +43,6 @@ func (s *Service) ListenerPID() uint32 {
 
 // RemoveBatch is the most rows one statement removes.
 const RemoveBatch = removeBatch
+
+// Channel returns the channel on which the Service's Puts notify.
+func (s *Service) Channel() string { return s.channel }

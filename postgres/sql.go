@@ -44,6 +44,27 @@ WHERE q.name = $1
 RETURNING seq, inserted_at, visible_at, expires_at,
 	EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)`
 
+	// putBatch is put for many messages in one statement, in the order
+	// of the arrays, which its ORDER BY gives their keys (seq): $2 to $6
+	// hold, element by element, what put's $2 to $6 hold for one. Every
+	// row has the one time $7. No row: no such queue; else a row a
+	// message, with its random half to tell which, and whether any
+	// Service waits on the queue, looked up once for the batch.
+	sqlPutBatch = `
+WITH ins AS (
+INSERT INTO {{schema}}.messages (id_rand, queue_id, inserted_at, visible_at, expires_at, tag, content)
+SELECT u.id_rand, q.id, t.now, {{schema}}.add_ns(t.now, u.visibility),
+	CASE WHEN u.ttl < 0 THEN 9223372036854775807 ELSE {{schema}}.add_ns(t.now, u.ttl) END,
+	u.tag, u.content
+FROM {{schema}}.queues q, (SELECT coalesce($7::bigint, {{dbnow}}) AS now) t,
+	unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bytea[])
+		WITH ORDINALITY AS u (id_rand, visibility, ttl, tag, content, ord)
+WHERE q.name = $1
+ORDER BY u.ord
+RETURNING id_rand, seq, inserted_at, visible_at, expires_at
+)
+SELECT ins.*, (SELECT EXISTS (SELECT FROM {{schema}}.waiters w WHERE w.queue_name = $1)) FROM ins`
+
 	// notify wakes the Services waiting on the queue $2: a notification
 	// on the channel $1, in a transaction of its own, after the Put or
 	// Update that calls for it has committed. NOTIFY holds a lock of the
@@ -139,6 +160,32 @@ DELETE FROM {{schema}}.messages m
 WHERE m.seq = $2 AND m.id_rand = $6 AND m.queue_id = (SELECT id FROM {{schema}}.queues WHERE name = $1)
 	AND m.version = $3 AND m.tag = $4 AND m.expires_at > coalesce($5::bigint, {{dbnow}})
 RETURNING m.seq`
+
+	// deleteBatch is delete for many messages in one statement: $2 to $5
+	// hold, element by element, the key, the random half of the ID, and
+	// the receipt's version and tag of each; $6 now. One row: the
+	// queue's id (NULL: no such queue), and the keys, random halves,
+	// versions and tags of the messages deleted, to tell which items
+	// matched. The queue's
+	// row and its messages are read in the statement's one snapshot, as
+	// delete's are. The messages are found by their keys, in the primary
+	// key's index, and each is checked against the items apart (OFFSET 0
+	// keeps that check from becoming a join): as a join, the planner may
+	// read every message of the queue, by messages_visible, to match 32.
+	sqlDeleteBatch = `
+WITH q AS (SELECT id FROM {{schema}}.queues WHERE name = $1),
+del AS (
+	DELETE FROM {{schema}}.messages m
+	WHERE m.seq = ANY($2::bigint[]) AND m.queue_id = (SELECT id FROM q)
+		AND m.expires_at > coalesce($6::bigint, {{dbnow}})
+		AND EXISTS (
+			SELECT FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS k (seq, id_rand, version, tag)
+			WHERE k.seq = m.seq AND k.id_rand = m.id_rand AND k.version = m.version AND k.tag = m.tag
+			OFFSET 0)
+	RETURNING m.seq, m.id_rand, m.version, m.tag
+)
+SELECT (SELECT id FROM q), array(SELECT seq FROM del), array(SELECT id_rand FROM del),
+	array(SELECT version FROM del), array(SELECT tag FROM del)`
 
 	// clear removes every message of the queue $1. One row: the queue's
 	// id (NULL: no such queue).
@@ -293,8 +340,8 @@ WHERE w.pid = $1 OR NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.pid = w.p
 // statements are the statements of one schema.
 type statements struct {
 	lockQueue, lockQueueExclusive                        string
-	put, notify, get, nextVisible, queueID, peek, update string
-	delete                                               string
+	put, putBatch, notify, get, nextVisible, queueID     string
+	peek, update, delete, deleteBatch                    string
 	clear, count, properties                             string
 	createQueue, dropQueue, removeDropped, droppedQueues string
 	purgeExpired, listQueues, setMetadata                string
@@ -316,6 +363,7 @@ func newStatements(quotedSchema string) *statements {
 		lockQueue:          sqlLockQueue,
 		lockQueueExclusive: sqlLockQueueExclusive,
 		put:                r.Replace(sqlPut),
+		putBatch:           r.Replace(sqlPutBatch),
 		notify:             sqlNotify,
 		get:                r.Replace(sqlGet),
 		nextVisible:        r.Replace(sqlNextVisible),
@@ -323,6 +371,7 @@ func newStatements(quotedSchema string) *statements {
 		peek:               r.Replace(sqlPeek),
 		update:             r.Replace(sqlUpdate),
 		delete:             r.Replace(sqlDelete),
+		deleteBatch:        r.Replace(sqlDeleteBatch),
 		clear:              r.Replace(sqlClear),
 		count:              r.Replace(sqlCount),
 		properties:         r.Replace(sqlProperties),

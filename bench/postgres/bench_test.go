@@ -591,3 +591,317 @@ func BenchmarkIdleReceive(b *testing.B) {
 	cancel()
 	wg.Wait()
 }
+
+// batchSize is the size of every batch of BenchmarkBatch: a full one.
+const batchSize = azq.MaxBatchSize
+
+// The batched floor's statements: insert a batch of rows; take the first
+// batchSize visible ones with FOR UPDATE SKIP LOCKED and hide them;
+// delete them by an array of keys. The rows are picked in a CTE of their
+// own, as azq's Get picks them: as an IN (subquery), the subquery may run
+// again for a row another caller changed, and the UPDATE then takes more
+// rows than the LIMIT.
+const (
+	floorPutBatch    = `INSERT INTO floor.messages (payload) SELECT unnest($1::bytea[])`
+	floorTakeBatch   = `WITH picked AS MATERIALIZED (SELECT id FROM floor.messages WHERE visible_at <= now() ORDER BY visible_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) UPDATE floor.messages m SET visible_at = now() + interval '30 seconds' FROM picked p WHERE m.id = p.id RETURNING m.id, m.payload`
+	floorDeleteBatch = `DELETE FROM floor.messages WHERE id = ANY($1)`
+)
+
+// putBatch puts batchSize rows.
+func (f *floor) putBatch(ctx context.Context) error {
+	payloads := make([][]byte, batchSize)
+	for i := range payloads {
+		payloads[i] = []byte(payload)
+	}
+	_, err := f.pool.Exec(ctx, floorPutBatch, payloads)
+	return err
+}
+
+// takeBatch takes up to batchSize rows and deletes them, and returns how
+// many.
+func (f *floor) takeBatch(ctx context.Context) (int, error) {
+	rows, err := f.pool.Query(ctx, floorTakeBatch, batchSize)
+	if err != nil {
+		return 0, err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var p []byte
+		if err := rows.Scan(&id, &p); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	_, err = f.pool.Exec(ctx, floorDeleteBatch, ids)
+	return len(ids), err
+}
+
+// putRequests is a batch of batchSize payloads.
+func putRequests() []azq.PutRequest {
+	reqs := make([]azq.PutRequest, batchSize)
+	for i := range reqs {
+		reqs[i].Content = payload
+	}
+	return reqs
+}
+
+// settle deletes msgs in one DeleteBatch, every one of which must go.
+func settle(ctx context.Context, q *postgres.Queue, msgs []azq.Message) error {
+	dels := make([]azq.DeleteRequest, len(msgs))
+	for i, m := range msgs {
+		dels[i] = azq.DeleteRequest{ID: m.ID, PopReceipt: m.PopReceipt}
+	}
+	errs, err := q.DeleteBatch(ctx, dels)
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// putBatch puts batchSize messages on q with PutBatch.
+func putBatch(ctx context.Context, q *postgres.Queue) error {
+	res, err := q.PutBatch(ctx, putRequests())
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// takeBatch gets up to batchSize messages of q and settles them with
+// DeleteBatch, and returns how many.
+func takeBatch(ctx context.Context, q *postgres.Queue, buf []azq.Message) (int, error) {
+	ms, err := q.AppendGet(ctx, buf[:0], batchSize, 30*time.Second)
+	if err != nil || len(ms) == 0 {
+		return 0, err
+	}
+	return len(ms), settle(ctx, q, ms)
+}
+
+// runBatches runs b.N cycles, rounded up to whole batches, on callers
+// goroutines, each putting a batch and then taking one (up to batchSize
+// messages, which may be others'), until every batch is put and every
+// message taken; it reports the messages per second, so that the rate
+// compares with BenchmarkCycle's. take returns how many it took.
+func runBatches(b *testing.B, callers int, put func(context.Context) error, take func(context.Context) (int, error)) {
+	b.Helper()
+	batches := (b.N + batchSize - 1) / batchSize
+	total := int64(batches * batchSize)
+	var left, taken atomic.Int64
+	left.Store(int64(batches))
+	errs := make(chan error, callers)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if left.Add(-1) >= 0 {
+					if err := put(bg); err != nil {
+						errs <- err
+						return
+					}
+				} else if taken.Load() >= total {
+					return
+				}
+				n, err := take(bg)
+				if err != nil {
+					errs <- err
+					return
+				}
+				taken.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "cycles/s")
+}
+
+// runPutBatches is run with a batch a cycle: b.N messages, rounded up to
+// whole batches, put batch by batch by callers goroutines, then wait;
+// it reports messages per second.
+func runPutBatches(b *testing.B, callers int, put func(context.Context) error, wait func()) {
+	b.Helper()
+	batches := (b.N + batchSize - 1) / batchSize
+	var left atomic.Int64
+	left.Store(int64(batches))
+	errs := make(chan error, callers)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				if err := put(bg); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(batches*batchSize)/elapsed.Seconds(), "cycles/s")
+}
+
+// BenchmarkBatch is BenchmarkCycle with batches of 32 (a cycle is still
+// a message's life, put, got and deleted): azq's PostgreSQL back end,
+// each caller putting a batch with PutBatch, then getting up to 32 and
+// settling them with DeleteBatch, in turn, and the batched floor doing
+// the same in bare SQL on the same pool; then the work in River's shape,
+// producers and consumers apart, on azq (PutBatch; Receive of 32 and
+// DeleteBatch) and on River (InsertMany of 32, and workers that do
+// nothing, whose completions River's batch completer settles).
+func BenchmarkBatch(b *testing.B) {
+	for _, callers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("impl=azq/callers=%d", callers), func(b *testing.B) {
+			e := setUp(b)
+			q, _, err := e.svc.CreateQueue(bg, "batch", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runBatches(b, callers, func(ctx context.Context) error { return putBatch(ctx, q) },
+				func(ctx context.Context) (int, error) { return takeBatch(ctx, q, make([]azq.Message, 0, batchSize)) })
+		})
+		b.Run(fmt.Sprintf("impl=floor/callers=%d", callers), func(b *testing.B) {
+			e := setUp(b)
+			runBatches(b, callers, e.floor.putBatch, e.floor.takeBatch)
+		})
+		b.Run(fmt.Sprintf("impl=azq-receive/callers=%d", callers), func(b *testing.B) {
+			azqBatchPipeline(b, setUp(b), callers)
+		})
+		b.Run(fmt.Sprintf("impl=river/callers=%d", callers), func(b *testing.B) {
+			riverBatches(b, setUp(b), callers)
+		})
+	}
+}
+
+// azqBatchPipeline is azqPipeline with batches: callers producers
+// PutBatch, and as many consumers Receive up to 32 messages at a time
+// and settle them with one DeleteBatch.
+func azqBatchPipeline(b *testing.B, e *env, callers int) {
+	q, _, err := e.svc.CreateQueue(bg, fmt.Sprintf("batch-pipeline-%d-%d", os.Getpid(), pipelineRuns.Add(1)), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	// As in azqPipeline, one message first has every consumer waiting
+	// before the timer starts.
+	var deleted atomic.Int64
+	target := int64((b.N+batchSize-1)/batchSize*batchSize) + 1
+	warm := make(chan struct{})
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ms, err := q.Receive(ctx, batchSize, 30*time.Second)
+				if ctx.Err() != nil {
+					return
+				}
+				if err == nil {
+					err = settle(ctx, q, ms)
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					panic(err)
+				}
+				n := deleted.Add(int64(len(ms)))
+				if n-int64(len(ms)) < 1 && n >= 1 {
+					close(warm)
+				}
+				if n-int64(len(ms)) < target && n >= target {
+					close(done)
+				}
+			}
+		}()
+	}
+	if _, err := q.Put(ctx, payload, nil); err != nil {
+		b.Fatal(err)
+	}
+	<-warm
+	runPutBatches(b, callers, func(ctx context.Context) error { return putBatch(ctx, q) }, func() { <-done })
+	cancel()
+	wg.Wait()
+}
+
+// riverBatches inserts b.N jobs, rounded up to whole batches, from
+// callers goroutines with InsertMany, and waits until a client has
+// completed them all, set as riverCycles sets it, with 32 workers a
+// caller: River fetches as many jobs at a time as it has free workers,
+// so that is what gives it batches of 32 to fetch, as azq's consumers
+// take. Its completions go through its batch completer, which River
+// always uses for a client that works jobs.
+func riverBatches(b *testing.B, e *env, callers int) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, noopWorker{})
+	client, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
+		Schema:            "river",
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: callers * batchSize}},
+		Workers:           workers,
+		FetchCooldown:     time.Millisecond,
+		FetchPollInterval: 50 * time.Millisecond,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: 1 << 20})
+	defer cancel()
+	if err := client.Start(bg); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, c := context.WithTimeout(bg, time.Minute)
+		defer c()
+		client.Stop(ctx)
+		e.pool.Exec(bg, "DELETE FROM river.river_job")
+	}()
+	total := (b.N + batchSize - 1) / batchSize * batchSize
+	done := make(chan struct{})
+	go func() {
+		for n := 0; n < total; n++ {
+			<-events
+		}
+		close(done)
+	}()
+	params := make([]river.InsertManyParams, batchSize)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: noopArgs{Payload: payload}}
+	}
+	runPutBatches(b, callers, func(ctx context.Context) error {
+		_, err := client.InsertMany(ctx, params)
+		return err
+	}, func() { <-done })
+}

@@ -1,4 +1,4 @@
-package server_test
+package sdktest_test
 
 import (
 	"context"

@@ -121,6 +121,20 @@ type Options struct {
 	// context ends before they are cancelled and their messages released.
 	// Default 30 s; a negative value releases at once.
 	ShutdownTimeout time.Duration
+	// SettleWindow is how long, at most, the delete of a message whose
+	// handler succeeded waits for others to join it in one
+	// azq.DeleteBatch: one call, and one commit where the back end
+	// batches, for up to azq.MaxBatchSize deletes. A batch goes sooner
+	// when it is full, when no other message is being handled, or when
+	// Run stops, and the wait is at most LeaseDuration/10 and half what
+	// the message's lease has left, so no lease lapses while its delete
+	// waits. The message stays invisible meanwhile, and a worker that
+	// crashes in the window leaves it to be handled again after its
+	// lease, as one that crashes before its delete does. Default
+	// DefaultSettleWindow (5 ms); a negative value deletes each message
+	// on its own at once, as does a source that is not an
+	// azq.MessageQueue.
+	SettleWindow time.Duration
 
 	// QueueName names the source queue when it has no Name method; it is
 	// used to derive the poison queue's name.
@@ -244,6 +258,9 @@ func newConfig(q Queue, o Options) (config, error) {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.SettleWindow == 0 {
+		c.SettleWindow = DefaultSettleWindow
 	}
 
 	c.clk = c.Clock

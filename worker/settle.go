@@ -1,0 +1,186 @@
+package worker
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/azqlib/azq"
+)
+
+// DefaultSettleWindow is how long the delete of a handled message waits, at
+// most, for the deletes of other handled messages to join it in one
+// azq.DeleteBatch.
+const DefaultSettleWindow = 5 * time.Millisecond
+
+// settleLeaseFraction bounds the settle window by a fraction of the lease:
+// a delete waits at most LeaseDuration/settleLeaseFraction, and at most half
+// the time its lease has left, so that no lease lapses while its delete
+// waits.
+const settleLeaseFraction = 10
+
+// pendingDelete is the delete of one handled message, waiting for its batch.
+type pendingDelete struct {
+	d       *Delivery
+	receipt azq.PopReceipt
+}
+
+// deletes gathers the deletes of handled messages so that many go to the
+// queue in one azq.DeleteBatch: one lock, one log sync or one commit for
+// many messages where the back end batches, the same calls as before where
+// it does not. A batch goes when it is full (azq.MaxBatchSize), when no
+// other message is being handled (nothing would join it soon), when the
+// worker shuts down, or when the window of its earliest delete ends, on a
+// timer. The caller that completes a batch, or the timer, deletes it.
+type deletes struct {
+	w *Worker
+
+	mu      sync.Mutex      // guards the fields below
+	pending []pendingDelete // waiting for the batch to go
+	timer   *settleTimer    // armed for armedAt; nil if none
+	armedAt time.Time
+	closing bool // shutdown: every delete goes at once
+}
+
+// settleTimer is one arming of the window: a timer on the worker's clock
+// and, when that clock is the source's mock, one on the real clock too, as
+// for poll waits. Each timer holds a count in the worker's WaitGroup, given
+// back by stop if it prevented the callback, else by the callback; claimed
+// records which, under deletes.mu (see leaseTimer).
+type settleTimer struct {
+	clk     interface{ Stop() bool }
+	real    *time.Timer
+	claimed [2]bool
+}
+
+// add queues the delete of d, whose handler succeeded, and sends the batch
+// if it should go now. leaseEnd is when d's lease lapses, on the worker's
+// clock.
+func (b *deletes) add(d *Delivery, receipt azq.PopReceipt, leaseEnd time.Time) {
+	w := b.w
+	b.mu.Lock()
+	b.pending = append(b.pending, pendingDelete{d: d, receipt: receipt})
+	// Counted under mu, so that the count below holds only deletes
+	// already pending or under way, not those queued for the lock.
+	w.settling.Add(1)
+	// Nothing being handled (every message held waits for its delete)
+	// means that nothing would join the batch before the next fetch,
+	// which itself waits for handlers: waiting would only delay.
+	now := len(b.pending) >= azq.MaxBatchSize || b.closing ||
+		w.stats.inFlight.Load() <= w.settling.Load()
+	if !now {
+		t := w.clk.Now()
+		wait := min(w.cfg.SettleWindow, w.cfg.LeaseDuration/settleLeaseFraction, leaseEnd.Sub(t)/2)
+		if wait <= 0 {
+			now = true
+		} else if due := t.Add(wait); b.timer == nil || due.Before(b.armedAt) {
+			b.armLocked(due, wait)
+		}
+	}
+	if !now {
+		b.mu.Unlock()
+		return
+	}
+	batch := b.takeLocked()
+	b.mu.Unlock()
+	w.deleteBatch(batch)
+}
+
+// close is called when Run shuts down: it sends what is pending, and makes
+// every later delete go at once.
+func (b *deletes) close() {
+	b.mu.Lock()
+	b.closing = true
+	batch := b.takeLocked()
+	b.mu.Unlock()
+	if len(batch) > 0 {
+		b.w.deleteBatch(batch)
+	}
+}
+
+// takeLocked returns the pending batch, emptied, and disarms the window.
+func (b *deletes) takeLocked() []pendingDelete {
+	b.stopLocked()
+	batch := b.pending
+	b.pending = nil // the batch is the deleting goroutine's now
+	return batch
+}
+
+// armLocked arms the window for due, wait from now, replacing any armed
+// one.
+func (b *deletes) armLocked(due time.Time, wait time.Duration) {
+	b.stopLocked()
+	w := b.w
+	tk := &settleTimer{}
+	b.timer, b.armedAt = tk, due
+	w.wg.Add(1)
+	tk.clk = w.clk.AfterFunc(wait, func() { b.fire(tk, 0) })
+	if w.cfg.pollRealToo {
+		w.wg.Add(1)
+		tk.real = time.AfterFunc(wait, func() { b.fire(tk, 1) })
+	}
+}
+
+// stopLocked disarms the window, if armed.
+func (b *deletes) stopLocked() {
+	tk := b.timer
+	if tk == nil {
+		return
+	}
+	b.timer = nil
+	if tk.clk.Stop() && !tk.claimed[0] {
+		tk.claimed[0] = true
+		b.w.wg.Done()
+	}
+	if tk.real != nil && tk.real.Stop() && !tk.claimed[1] {
+		tk.claimed[1] = true
+		b.w.wg.Done()
+	}
+}
+
+// fire runs when timer i of tk ends the window: it sends the batch, unless
+// the batch went already.
+func (b *deletes) fire(tk *settleTimer, i int) {
+	b.mu.Lock()
+	if tk.claimed[i] {
+		b.mu.Unlock() // stopped, and its count given back by stop
+		return
+	}
+	tk.claimed[i] = true
+	defer b.w.wg.Done()
+	if tk != b.timer {
+		b.mu.Unlock() // the batch went, or the other timer sent it
+		return
+	}
+	batch := b.takeLocked()
+	b.mu.Unlock()
+	b.w.deleteBatch(batch)
+}
+
+// deleteBatch deletes a batch of handled messages in one azq.DeleteBatch
+// and settles each on its answer. If the batch as a whole fails, each
+// message is deleted on its own instead, and settled on that answer, as if
+// there had been no batch: a message the failed batch did delete then
+// answers as one whose lease was lost.
+func (w *Worker) deleteBatch(batch []pendingDelete) {
+	reqs := make([]azq.DeleteRequest, len(batch))
+	for i, p := range batch {
+		reqs[i] = azq.DeleteRequest{ID: p.d.Message.ID, PopReceipt: p.receipt}
+	}
+	errs, err := azq.DeleteBatch(w.base, w.mq, reqs)
+	if err == nil && len(errs) != len(reqs) {
+		err = fmt.Errorf("worker: DeleteBatch answered %d results for %d deletes", len(errs), len(reqs))
+	}
+	for i, p := range batch {
+		var derr error
+		if err != nil {
+			derr = w.q.Delete(w.base, p.d.Message.ID, p.receipt)
+		} else {
+			derr = errs[i]
+		}
+		// No longer waiting: counted out before finish counts it out of
+		// flight, so that the handlers counted never dip below the truth.
+		w.settling.Add(-1)
+		w.deleted(p.d, derr)
+	}
+}

@@ -53,12 +53,66 @@ func BenchmarkRawGetDelete(b *testing.B) {
 // workers on the same queue, with the default options.
 func BenchmarkWorker(b *testing.B) {
 	for _, n := range []int{1, 4} {
-		b.Run("workers="+string(rune('0'+n)), func(b *testing.B) { benchWorkers(b, n) })
+		b.Run("workers="+string(rune('0'+n)), func(b *testing.B) { benchWorkers(b, n, Options{}, nil) })
 	}
 }
 
-func benchWorkers(b *testing.B, workers int) {
+// BenchmarkWorkerSettle compares the batched settle (the default) with one
+// Delete a message (SettleWindow < 0), on the in-memory queue, and on a
+// queue whose every Delete or DeleteBatch call costs a commit of 100 µs,
+// as a back end that batches deletes does (a sync to disk, a round trip
+// and a commit on PostgreSQL). Run the rounds interleaved:
+//
+//	go test -run '^$' -bench 'WorkerSettle' -count 6 ./worker
+func BenchmarkWorkerSettle(b *testing.B) {
+	for _, src := range []struct {
+		name string
+		wrap func(*azq.Queue) Queue
+	}{
+		{"memory", nil},
+		{"commit=100us", func(q *azq.Queue) Queue { return &commitQueue{Queue: q, cost: 100 * time.Microsecond} }},
+	} {
+		for _, m := range []struct {
+			name   string
+			window time.Duration
+		}{{"batched", 0}, {"single", -1}} {
+			b.Run(src.name+"/"+m.name, func(b *testing.B) {
+				benchWorkers(b, 1, Options{SettleWindow: m.window}, src.wrap)
+			})
+		}
+	}
+}
+
+// commitQueue is an *azq.Queue on which every Delete, and every
+// DeleteBatch as a whole, waits cost first: the commit of a back end that
+// deletes a batch at the cost of one message.
+type commitQueue struct {
+	*azq.Queue
+	cost time.Duration
+}
+
+func (c *commitQueue) Delete(ctx context.Context, id azq.MessageID, r azq.PopReceipt) error {
+	time.Sleep(c.cost)
+	return c.Queue.Delete(ctx, id, r)
+}
+
+func (c *commitQueue) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest) ([]error, error) {
+	time.Sleep(c.cost)
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		errs[i] = c.Queue.Delete(ctx, r.ID, r.PopReceipt)
+	}
+	return errs, nil
+}
+
+// benchWorkers runs workers workers with o over b.N messages, on the
+// in-memory queue as wrap presents it (nil: as it is).
+func benchWorkers(b *testing.B, workers int, o Options, wrap func(*azq.Queue) Queue) {
 	q := fill(b, b.N)
+	var src Queue = q
+	if wrap != nil {
+		src = wrap(q)
+	}
 	b.ReportAllocs()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -72,7 +126,7 @@ func benchWorkers(b *testing.B, workers int) {
 	ws := make([]*Worker, workers)
 	var wg sync.WaitGroup
 	for i := range ws {
-		ws[i] = New(q, h, Options{})
+		ws[i] = New(src, h, o)
 		wg.Add(1)
 		go func(w *Worker) {
 			defer wg.Done()

@@ -19,10 +19,11 @@ const DefaultSettleWindow = 5 * time.Millisecond
 // waits.
 const settleLeaseFraction = 10
 
-// pendingDelete is the delete of one handled message, waiting for its batch.
-type pendingDelete struct {
-	d       *Delivery
-	receipt azq.PopReceipt
+// settleBatch is a batch of deletes: the deliveries, and the requests
+// for them, index by index.
+type settleBatch struct {
+	ds   []*Delivery
+	reqs []azq.DeleteRequest
 }
 
 // deletes gathers the deletes of handled messages so that many go to the
@@ -35,9 +36,9 @@ type pendingDelete struct {
 type deletes struct {
 	w *Worker
 
-	mu      sync.Mutex      // guards the fields below
-	pending []pendingDelete // waiting for the batch to go
-	timer   *settleTimer    // armed for armedAt; nil if none
+	mu      sync.Mutex   // guards the fields below
+	pending settleBatch  // waiting for the batch to go
+	timer   *settleTimer // armed for armedAt; nil if none
 	armedAt time.Time
 	closing bool // shutdown: every delete goes at once
 }
@@ -59,14 +60,20 @@ type settleTimer struct {
 func (b *deletes) add(d *Delivery, receipt azq.PopReceipt, leaseEnd time.Time) {
 	w := b.w
 	b.mu.Lock()
-	b.pending = append(b.pending, pendingDelete{d: d, receipt: receipt})
+	if b.pending.ds == nil {
+		// Full size at once: most batches under load fill up.
+		b.pending = settleBatch{ds: make([]*Delivery, 0, azq.MaxBatchSize),
+			reqs: make([]azq.DeleteRequest, 0, azq.MaxBatchSize)}
+	}
+	b.pending.ds = append(b.pending.ds, d)
+	b.pending.reqs = append(b.pending.reqs, azq.DeleteRequest{ID: d.Message.ID, PopReceipt: receipt})
 	// Counted under mu, so that the count below holds only deletes
 	// already pending or under way, not those queued for the lock.
 	w.settling.Add(1)
 	// Nothing being handled (every message held waits for its delete)
 	// means that nothing would join the batch before the next fetch,
 	// which itself waits for handlers: waiting would only delay.
-	now := len(b.pending) >= azq.MaxBatchSize || b.closing ||
+	now := len(b.pending.ds) >= azq.MaxBatchSize || b.closing ||
 		w.stats.inFlight.Load() <= w.settling.Load()
 	if !now {
 		t := w.clk.Now()
@@ -93,16 +100,16 @@ func (b *deletes) close() {
 	b.closing = true
 	batch := b.takeLocked()
 	b.mu.Unlock()
-	if len(batch) > 0 {
+	if len(batch.ds) > 0 {
 		b.w.deleteBatch(batch)
 	}
 }
 
 // takeLocked returns the pending batch, emptied, and disarms the window.
-func (b *deletes) takeLocked() []pendingDelete {
+func (b *deletes) takeLocked() settleBatch {
 	b.stopLocked()
 	batch := b.pending
-	b.pending = nil // the batch is the deleting goroutine's now
+	b.pending = settleBatch{} // the batch is the deleting goroutine's now
 	return batch
 }
 
@@ -162,25 +169,22 @@ func (b *deletes) fire(tk *settleTimer, i int) {
 // message is deleted on its own instead, and settled on that answer, as if
 // there had been no batch: a message the failed batch did delete then
 // answers as one whose lease was lost.
-func (w *Worker) deleteBatch(batch []pendingDelete) {
-	reqs := make([]azq.DeleteRequest, len(batch))
-	for i, p := range batch {
-		reqs[i] = azq.DeleteRequest{ID: p.d.Message.ID, PopReceipt: p.receipt}
-	}
+func (w *Worker) deleteBatch(batch settleBatch) {
+	reqs := batch.reqs
 	errs, err := azq.DeleteBatch(w.base, w.mq, reqs)
 	if err == nil && len(errs) != len(reqs) {
 		err = fmt.Errorf("worker: DeleteBatch answered %d results for %d deletes", len(errs), len(reqs))
 	}
-	for i, p := range batch {
+	for i, d := range batch.ds {
 		var derr error
 		if err != nil {
-			derr = w.q.Delete(w.base, p.d.Message.ID, p.receipt)
+			derr = w.q.Delete(w.base, reqs[i].ID, reqs[i].PopReceipt)
 		} else {
 			derr = errs[i]
 		}
 		// No longer waiting: counted out before finish counts it out of
 		// flight, so that the handlers counted never dip below the truth.
 		w.settling.Add(-1)
-		w.deleted(p.d, derr)
+		w.deleted(d, derr)
 	}
 }

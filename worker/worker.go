@@ -164,8 +164,6 @@ func (w *Worker) fetch(ctx context.Context) []*Delivery {
 		}
 	}
 	n := min(w.cfg.BatchSize, w.cfg.Concurrency-w.handling())
-	// Leases run from the request: a lease ends no later than this.
-	leaseEnd := w.clk.Now().Add(w.cfg.LeaseDuration)
 	var msgs []azq.Message
 	var err error
 	if w.recv != nil {
@@ -188,6 +186,9 @@ func (w *Worker) fetch(ctx context.Context) []*Delivery {
 		}
 		return nil
 	}
+	// Leases run from about now, as their renewals do: a Receive may
+	// have waited long for the messages before leasing them.
+	leaseEnd := w.clk.Now().Add(w.cfg.LeaseDuration)
 	w.stats.received.Add(uint64(len(msgs)))
 	w.stats.inFlight.Add(int64(len(msgs)))
 	w.emit(Event{Kind: EventFetched, N: len(msgs)})

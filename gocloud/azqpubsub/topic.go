@@ -187,8 +187,10 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 	if perr := t.putAll(ctx, sends, queues); perr != nil {
 		err = perr
 	}
-	if err == nil {
-		err = t.afterSend(sends, len(queues))
+	// Those that every queue took are sent, whatever became of the
+	// others.
+	if aerr := t.afterSend(sends, queues); err == nil {
+		err = aerr
 	}
 	if err != nil && isRetryable(err) {
 		t.keepProgress(sends)
@@ -287,11 +289,11 @@ func (t *topic) putAll(ctx context.Context, sends []pending, queues []azq.Messag
 }
 
 // afterSend calls the AfterSend of each message of sends that every one of
-// queues queues took, in order, stopping at the first error.
-func (t *topic) afterSend(sends []pending, queues int) error {
+// queues took, in order, stopping at the first error.
+func (t *topic) afterSend(sends []pending, queues []azq.MessageQueue) error {
 	for i := range sends {
 		s := &sends[i]
-		if s.p.done {
+		if s.p.done || !took(s.p.queues, queues) {
 			continue
 		}
 		if s.m.AfterSend != nil {
@@ -302,6 +304,16 @@ func (t *topic) afterSend(sends []pending, queues int) error {
 		s.p.done = true
 	}
 	return nil
+}
+
+// took reports whether every queue of queues is one of got.
+func took(got, queues []azq.MessageQueue) bool {
+	for _, q := range queues {
+		if !slices.Contains(got, q) {
+			return false
+		}
+	}
+	return true
 }
 
 // takeProgress returns, and forgets, how far ms's messages got in an

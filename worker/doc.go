@@ -61,11 +61,12 @@
 //
 // # Deletes in batches
 //
-// The delete of a message whose handler succeeded waits, for at most
-// SettleWindow (5 ms by default), for the deletes of other handled messages,
-// and they go together in one azq.DeleteBatch: one call for up to
-// azq.MaxBatchSize messages, and one lock, log sync or commit where the back
-// end batches (elsewhere the helper makes the same Delete calls as before).
+// On a source that deletes many messages at the cost of one (an
+// azq.MessageQueue that is an azq.BatchDeleter), the delete of a message
+// whose handler succeeded waits, for at most SettleWindow (5 ms by
+// default), for the deletes of other handled messages, and they go together
+// in one azq.DeleteBatch: one call, and one lock, log sync or commit, for up
+// to azq.MaxBatchSize messages.
 // A batch goes at once when it is full, when no other message is being
 // handled (nothing would join it before the next fetch), or when Run stops;
 // and no delete waits longer than LeaseDuration/10 or half of what its
@@ -80,7 +81,8 @@
 // leaves its message to be handled again after the lease, as one that
 // crashes before its delete does: delivery is at least once either way.
 // A negative SettleWindow deletes each message at once, on its own, as
-// does a source that is not an azq.MessageQueue (the helper needs one).
+// does any other source, where a batch would be one Delete after another
+// and waiting would gain nothing.
 //
 // # Concurrency and shutdown
 //

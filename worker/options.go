@@ -132,8 +132,9 @@ type Options struct {
 	// crashes in the window leaves it to be handled again after its
 	// lease, as one that crashes before its delete does. Default
 	// DefaultSettleWindow (5 ms); a negative value deletes each message
-	// on its own at once, as does a source that is not an
-	// azq.MessageQueue.
+	// on its own at once, as does a source that cannot delete many at the
+	// cost of one (that is not an azq.MessageQueue and an
+	// azq.BatchDeleter), where waiting would gain nothing.
 	SettleWindow time.Duration
 
 	// QueueName names the source queue when it has no Name method; it is

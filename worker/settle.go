@@ -28,8 +28,7 @@ type settleBatch struct {
 
 // deletes gathers the deletes of handled messages so that many go to the
 // queue in one azq.DeleteBatch: one lock, one log sync or one commit for
-// many messages where the back end batches, the same calls as before where
-// it does not. A batch goes when it is full (azq.MaxBatchSize), when no
+// many messages, on a back end that batches (an azq.BatchDeleter). A batch goes when it is full (azq.MaxBatchSize), when no
 // other message is being handled (nothing would join it soon), when the
 // worker shuts down, or when the window of its earliest delete ends, on a
 // timer. The caller that completes a batch, or the timer, deletes it.
@@ -71,8 +70,8 @@ func (b *deletes) add(d *Delivery, receipt azq.PopReceipt, leaseEnd time.Time) {
 	// already pending or under way, not those queued for the lock.
 	w.settling.Add(1)
 	// Nothing being handled (every message held waits for its delete)
-	// means that nothing would join the batch before the next fetch,
-	// which itself waits for handlers: waiting would only delay.
+	// means that nothing would join the batch before a fetch brings
+	// more and they are handled: waiting would only delay.
 	now := len(b.pending.ds) >= azq.MaxBatchSize || b.closing ||
 		w.stats.inFlight.Load() <= w.settling.Load()
 	if !now {

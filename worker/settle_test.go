@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,5 +287,44 @@ func TestSettleWindowOff(t *testing.T) {
 	}
 	if batches, deletes := bq.calls(); len(batches) != 0 || deletes != 4 {
 		t.Fatalf("DeleteBatch sizes %v, %d Deletes; want 4 Deletes", batches, deletes)
+	}
+}
+
+// plainQueue is a queue that cannot delete in batches (no DeleteBatch,
+// whatever the queue behind it has) and counts its Deletes.
+type plainQueue struct {
+	azq.MessageQueue
+	deletes atomic.Int64
+}
+
+func (p *plainQueue) Delete(ctx context.Context, id azq.MessageID, r azq.PopReceipt) error {
+	p.deletes.Add(1)
+	return p.MessageQueue.Delete(ctx, id, r)
+}
+
+// A source that cannot delete in batches has each message deleted at
+// once, with no window: a batch would gain it nothing.
+func TestNoWindowWithoutBatchDeleter(t *testing.T) {
+	e := newEnv(t)
+	pq := &plainQueue{MessageQueue: e.q}
+	e.put("quick")
+	e.put("slow")
+	release := make(chan struct{})
+	w := New(pq, func(ctx context.Context, d *Delivery) error {
+		if d.Message.Content == "slow" {
+			<-release
+		}
+		return nil
+	}, Options{BatchSize: 2, Concurrency: 2, SettleWindow: time.Hour, Clock: e.mock, OnEvent: e.rec.on})
+	r := start(w)
+	// The mock clock never moves: only a delete at once lets this end.
+	e.rec.waitEvents(t, EventSucceeded, 1)
+	close(release)
+	e.rec.waitEvents(t, EventSucceeded, 2)
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if n := pq.deletes.Load(); n != 2 {
+		t.Fatalf("%d Deletes, want 2", n)
 	}
 }

@@ -25,7 +25,7 @@ type Handler func(ctx context.Context, d *Delivery) error
 type Worker struct {
 	q     Queue
 	recv  Receiver         // nil: poll q.Get
-	mq    azq.MessageQueue // q, if it is one: deletes go in batches; else nil
+	mq    azq.MessageQueue // q, if it batches deletes: they go in batches; else nil
 	h     Handler
 	cfg   config
 	err   error // from the options; Run returns it
@@ -75,7 +75,11 @@ func New(q Queue, h Handler, o Options) *Worker {
 		w.err = fmt.Errorf("%w: nil queue or handler", ErrInvalidOptions)
 	}
 	w.recv, _ = q.(Receiver)
-	if cfg.SettleWindow > 0 {
+	if _, ok := q.(azq.BatchDeleter); ok && cfg.SettleWindow > 0 {
+		// Only a back end that deletes many at the cost of one gains
+		// from the wait; elsewhere a batch would be one Delete after
+		// another in one goroutine, where each handler's goroutine
+		// deletes its own at once, side by side.
 		w.mq, _ = q.(azq.MessageQueue)
 	}
 	return w

@@ -35,11 +35,13 @@ type settleBatch struct {
 type deletes struct {
 	w *Worker
 
-	mu      sync.Mutex   // guards the fields below
-	pending settleBatch  // waiting for the batch to go
-	timer   *settleTimer // armed for armedAt; nil if none
-	armedAt time.Time
-	closing bool // shutdown: every delete goes at once
+	mu        sync.Mutex   // guards the fields below
+	pending   settleBatch  // waiting for the batch to go
+	spare     settleBatch  // a sent batch's slices, emptied, for the next
+	timer     *settleTimer // armed at armedFrom for armedAt; nil if none
+	armedFrom time.Time
+	armedAt   time.Time
+	closing   bool // shutdown: every delete goes at once
 }
 
 // settleTimer is one arming of the window: a timer on the worker's clock
@@ -60,9 +62,13 @@ func (b *deletes) add(d *Delivery, receipt azq.PopReceipt, leaseEnd time.Time) {
 	w := b.w
 	b.mu.Lock()
 	if b.pending.ds == nil {
-		// Full size at once: most batches under load fill up.
-		b.pending = settleBatch{ds: make([]*Delivery, 0, azq.MaxBatchSize),
-			reqs: make([]azq.DeleteRequest, 0, azq.MaxBatchSize)}
+		if b.spare.ds != nil {
+			b.pending, b.spare = b.spare, settleBatch{}
+		} else {
+			// Full size at once: most batches under load fill up.
+			b.pending = settleBatch{ds: make([]*Delivery, 0, azq.MaxBatchSize),
+				reqs: make([]azq.DeleteRequest, 0, azq.MaxBatchSize)}
+		}
 	}
 	b.pending.ds = append(b.pending.ds, d)
 	b.pending.reqs = append(b.pending.reqs, azq.DeleteRequest{ID: d.Message.ID, PopReceipt: receipt})
@@ -74,13 +80,18 @@ func (b *deletes) add(d *Delivery, receipt azq.PopReceipt, leaseEnd time.Time) {
 	// more and they are handled: waiting would only delay.
 	now := len(b.pending.ds) >= azq.MaxBatchSize || b.closing ||
 		w.stats.inFlight.Load() <= w.settling.Load()
-	if !now {
+	// A lease that lasts beyond the armed window by as long again as the
+	// window lasts from its arming lasts twice as long as what is left of
+	// the window, whenever this is: the window needs no reading of the
+	// clock, which cost as much as the rest of add. Else this delete's
+	// window is worked out, and ends the batch's sooner if it must.
+	if !now && (b.timer == nil || leaseEnd.Before(b.armedAt.Add(b.armedAt.Sub(b.armedFrom)))) {
 		t := w.clk.Now()
 		wait := min(w.cfg.SettleWindow, w.cfg.LeaseDuration/settleLeaseFraction, leaseEnd.Sub(t)/2)
 		if wait <= 0 {
 			now = true
 		} else if due := t.Add(wait); b.timer == nil || due.Before(b.armedAt) {
-			b.armLocked(due, wait)
+			b.armLocked(t, due, wait)
 		}
 	}
 	if !now {
@@ -114,11 +125,11 @@ func (b *deletes) takeLocked() settleBatch {
 
 // armLocked arms the window for due, wait from now, replacing any armed
 // one.
-func (b *deletes) armLocked(due time.Time, wait time.Duration) {
+func (b *deletes) armLocked(now, due time.Time, wait time.Duration) {
 	b.stopLocked()
 	w := b.w
 	tk := &settleTimer{}
-	b.timer, b.armedAt = tk, due
+	b.timer, b.armedFrom, b.armedAt = tk, now, due
 	w.wg.Add(1)
 	tk.clk = w.clk.AfterFunc(wait, func() { b.fire(tk, 0) })
 	if w.cfg.pollRealToo {
@@ -186,4 +197,17 @@ func (w *Worker) deleteBatch(batch settleBatch) {
 		w.settling.Add(-1)
 		w.deleted(d, derr)
 	}
+	w.deletes.recycle(batch)
+}
+
+// recycle keeps the slices of a sent batch for a later one, unless one is
+// kept already.
+func (b *deletes) recycle(batch settleBatch) {
+	clear(batch.ds) // no hold on the deliveries
+	batch.ds, batch.reqs = batch.ds[:0], batch.reqs[:0]
+	b.mu.Lock()
+	if b.spare.ds == nil {
+		b.spare = batch
+	}
+	b.mu.Unlock()
 }

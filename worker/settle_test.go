@@ -328,3 +328,34 @@ func TestNoWindowWithoutBatchDeleter(t *testing.T) {
 		t.Fatalf("%d Deletes, want 2", n)
 	}
 }
+
+// A delete whose lease ends sooner than the batch's window allows brings
+// the window forward: here the window armed for 5 ms is cut to 3 ms by a
+// delete whose lease has 6 ms left.
+func TestShortLeaseBringsWindowForward(t *testing.T) {
+	e := newEnv(t)
+	bq := &batchQueue{Queue: e.q}
+	w := New(bq, func(context.Context, *Delivery) error { return nil },
+		Options{SettleWindow: 5 * time.Millisecond, Clock: e.mock, OnEvent: e.rec.on})
+	w.base = context.Background()
+	// Others in flight, so that neither delete finds the worker idle.
+	w.stats.inFlight.Store(10)
+	now := e.mock.Now()
+	var ds []*Delivery
+	for i, lease := range []time.Duration{10 * time.Minute, 6 * time.Millisecond} {
+		m := e.put(fmt.Sprint(i))
+		d := w.newDeliveries([]azq.Message{m}, now.Add(lease))[0]
+		ds = append(ds, d)
+		w.deletes.add(d, m.PopReceipt, d.leaseEnd)
+	}
+	e.mock.Add(3*time.Millisecond - time.Nanosecond)
+	if batches, _ := bq.calls(); len(batches) != 0 {
+		t.Fatalf("deleted before the window ended: %v", batches)
+	}
+	e.mock.Add(time.Nanosecond)
+	e.rec.waitEvents(t, EventSucceeded, 2)
+	if batches, deletes := bq.calls(); len(batches) != 1 || batches[0] != 2 || deletes != 0 {
+		t.Fatalf("DeleteBatch sizes %v, %d Deletes", batches, deletes)
+	}
+	w.wg.Wait() // the window's timer has given its count back
+}

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
-	"sync"
 	"time"
 
+	"github.com/azqlib/azq/internal/durable"
 	"github.com/azqlib/azq/internal/vfs"
-	"github.com/azqlib/azq/internal/wal"
 )
+
+// The durable mode's face: Open and its options, what it reports, and the
+// journals that connect the queues to internal/durable, which holds the
+// log's state machine (records, replay, checkpoints, backups). These
+// durable*.go files are the only ones of the package that know it
+// (seam_test.go checks).
 
 // CodeInternalError is Azure's code for a failure of the service itself,
 // which azq answers when a durable Service cannot write its log.
@@ -102,9 +105,15 @@ func withAllotBytes(n int64) DurableOption {
 	return durableOption(func(c *durableConfig) { c.allotBytes = n })
 }
 
+// defaultCheckpointBackoff is the first wait before a failed checkpoint is
+// tried again.
+const defaultCheckpointBackoff = time.Second
+
+// The record format shares these with the queue; a change to either side
+// that parts them fails to compile.
 const (
-	defaultCheckpointBackoff = time.Second
-	maxCheckpointBackoff     = time.Minute
+	_ = uint64(neverExpires-durable.NeverExpires) + uint64(durable.NeverExpires-neverExpires)
+	_ = uint(MaxAccessPolicies-durable.MaxPolicies) + uint(durable.MaxPolicies-MaxAccessPolicies)
 )
 
 // RecoveryStats describe what Open found in its directory.
@@ -150,34 +159,6 @@ type DurableState struct {
 	Failure error
 }
 
-// durable is the on-disk side of a Service opened with Open.
-type durable struct {
-	svc *Service
-	dir string
-	log *wal.Log
-	cfg durableConfig
-
-	// The checkpointer: a goroutine of the Service's that writes
-	// checkpoints when the log asks (wal.Log.Due), when Checkpoint asks
-	// (requests), and to retry a failed one, until stop is closed; done is
-	// closed when it has ended.
-	stop      chan struct{}
-	done      chan struct{}
-	requests  chan chan error
-	closeOnce sync.Once
-
-	failOnce sync.Once
-	failErr  *Error // the ErrStorageFailure the log's failure maps to
-
-	// testSink, set by tests only, wraps the checkpoint file's sink.
-	testSink func(recordSink) recordSink
-
-	mu       sync.Mutex // guards the fields below
-	state    DurableState
-	ckptBase uint64   // the last log record the newest checkpoint holds
-	copyGens []uint64 // the checkpoints holding the chunk copies the queues refer to
-}
-
 // Open returns a durable Service whose queues, metadata, access policies
 // and messages live in the directory dir (created if need be) and survive
 // the process. Every change an operation acknowledges (returns without
@@ -211,45 +192,33 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 	if cfg.ckptBytes <= 0 {
 		cfg.ckptBytes = DefaultCheckpointBytes
 	}
-	if max := wal.MaxRecord - 1024; cfg.limits.MaxMessageSize > max {
+	if max := durable.MaxMessageSize; cfg.limits.MaxMessageSize > max {
 		return nil, fmt.Errorf("azq: a durable Service stores messages up to %d bytes; Limits.MaxMessageSize is %d", max, cfg.limits.MaxMessageSize)
 	}
-	d := &durable{dir: dir, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{}), requests: make(chan chan error)}
-	r := newReplayer(cfg.config)
-	log, rec, err := wal.Open(dir, wal.Options{
-		FS:              cfg.fs,
-		SyncInterval:    cfg.syncInterval,
-		CheckpointBytes: cfg.ckptBytes,
-		OnFailure:       d.onFailure,
-		AllotBytes:      cfg.allotBytes,
-	}, wal.Replay{Dependency: r.dependencyRecord, Checkpoint: r.checkpointRecord, Record: r.logRecord})
+	log, res, rec, err := durable.Open(durable.Config{
+		Dir:               dir,
+		FS:                cfg.fs,
+		SyncInterval:      cfg.syncInterval,
+		CheckpointBytes:   cfg.ckptBytes,
+		CheckpointBackoff: cfg.ckptBackoff,
+		AllotBytes:        cfg.allotBytes,
+		Logger:            cfg.logger,
+		Failed:            storageFailure,
+		Closed:            func() error { return newError(ErrQueueNotFound, "", "the service is closed") },
+	}, rebuilder{cfg.config})
 	if err != nil {
-		return nil, openError(dir, err)
+		return nil, durableError(err)
 	}
-	s, stats, err := r.service()
+	s, stats, err := rebuilt(cfg.config, res)
 	if err != nil {
 		log.Abandon()
 		return nil, &CorruptError{File: dir, Offset: -1, Reason: err.Error()}
 	}
 	stats.Checkpoint, stats.Dependencies = rec.Checkpoint, rec.Dependencies
-	stats.LogBytes, stats.TornFile, stats.TornBytes = rec.Bytes, rec.TornFile, rec.TornBytes
+	stats.LogBytes, stats.TornFile, stats.TornBytes = rec.LogBytes, rec.TornFile, rec.TornBytes
 	stats.Duration = time.Since(start)
-	d.svc, d.log, d.ckptBase = s, log, rec.Base
-	d.state = DurableState{Dir: dir, Recovery: stats}
-	s.dur = d
-	// What the checkpoint holds of each queue, for the next, incremental
-	// one.
-	gens := map[uint64]bool{}
-	for _, rq := range r.queues {
-		for i := range rq.copies {
-			if cp := &rq.copies[i]; cp.gen == ownCheckpoint {
-				cp.gen = rec.Gen
-			}
-		}
-		rq.addGens(gens)
-		rq.q.wal = &queueLog{d: d, chunkHistory: rq.chunkHistory}
-	}
-	d.copyGens = slices.Sorted(maps.Keys(gens))
+	d := &durableService{s: s, log: log, cfg: cfg, recovery: stats}
+	s.j = d
 	if l := cfg.logger; l != nil {
 		l.Info("azq: recovered", "dir", dir, "queues", stats.Queues, "messages", stats.Messages,
 			"checkpoint", stats.Checkpoint, "records", stats.Records, "duration", stats.Duration)
@@ -257,29 +226,25 @@ func Open(dir string, opts ...DurableOption) (*Service, error) {
 			l.Warn("azq: moved a torn log tail aside", "dir", dir, "file", stats.TornFile, "bytes", stats.TornBytes)
 		}
 	}
-	go d.checkpointer()
+	log.Start(d)
 	return s, nil
 }
 
-// openError maps an error of the log's Open to azq's.
-func openError(dir string, err error) error {
-	if ce := corruptError(err); ce != nil {
-		return ce
-	}
-	if errors.Is(err, vfs.ErrLocked) {
-		return fmt.Errorf("azq: cannot open %s: %w", dir, err)
-	}
-	return fmt.Errorf("azq: opening %s: %w", dir, err)
+// storageFailure returns the ErrStorageFailure that the log's failure,
+// cause, maps to.
+func storageFailure(cause error) error {
+	e := newError(ErrStorageFailure, "", "durable storage failed, so the service refuses further changes: "+cause.Error())
+	e.cause = cause
+	return e
 }
 
-// corruptError returns the log's *CorruptError in err as azq's, or nil if
-// err holds none.
-func corruptError(err error) *CorruptError {
-	var ce *wal.CorruptError
-	if !errors.As(err, &ce) {
-		return nil
+// durableError maps internal/durable's *CorruptError to azq's, and
+// returns other errors as they are.
+func durableError(err error) error {
+	if ce, ok := err.(*durable.CorruptError); ok {
+		return &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
 	}
-	return &CorruptError{File: ce.File, Offset: ce.Offset, Reason: ce.Reason}
+	return err
 }
 
 // CorruptError reports damage in a durable Service's directory that is
@@ -302,176 +267,68 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("azq: %s is corrupt at offset %d: %s", e.File, e.Offset, e.Reason)
 }
 
-// queueLog is a durable queue's way to the log, and what the checkpoints
-// hold of it, for incremental checkpoints. The queue's lock guards it.
-type queueLog struct {
-	d   *durable
-	rec []byte // scratch for encoding a record
-	chunkHistory
+// durableService is a durable Service's journal, and the Service as
+// internal/durable sees it (durable.Host).
+type durableService struct {
+	s        *Service
+	log      *durable.Log
+	cfg      durableConfig
+	recovery RecoveryStats // what Open found
 }
 
-// chunkHistory is what incremental checkpoints know of a queue's chunks:
-// changed[c] is the LSN of the last record that changed chunk c of the
-// slot store, reset that of the last one that changed them all (the
-// creation, Clear); copies[c] is the checkpoint holding chunk c whole, and
-// as of which LSN (gen 0: none). A chunk not changed since its copy goes
-// into the next checkpoint as a reference to that copy.
-type chunkHistory struct {
-	changed []uint64
-	reset   uint64
-	copies  []chunkCopy
+func (d *durableService) create(q *Queue) (journal, uint64) {
+	dq, lsn := d.log.NewQueue(q.qid, q.name, q.metadata)
+	return (*queueJournal)(dq), lsn
 }
 
-// chunkCopy says which checkpoint holds a chunk whole, as of which LSN.
-type chunkCopy struct{ gen, lsn uint64 }
+func (d *durableService) last() uint64 { return d.log.LastLSN() }
 
-// touch records that the record lsn changed the chunk of slot.
-func (h *chunkHistory) touch(slot uint32, lsn uint64) {
-	c := int(slot >> chunkShift)
-	if c >= len(h.changed) {
-		h.changed = append(h.changed, make([]uint64, c+1-len(h.changed))...)
-	}
-	h.changed[c] = lsn
-}
+func (d *durableService) wait(lsn uint64) error { return d.log.Wait(lsn) }
 
-// copyOf returns the copy of chunk c that an incremental checkpoint can
-// refer to: one no record has changed since it was made.
-func (h *chunkHistory) copyOf(c uint32) (chunkCopy, bool) {
-	if int(c) >= len(h.copies) || h.copies[c].gen == 0 {
-		return chunkCopy{}, false
-	}
-	cp := h.copies[c]
-	if h.reset > cp.lsn || int(c) < len(h.changed) && h.changed[c] > cp.lsn {
-		return chunkCopy{}, false
-	}
-	return cp, true
-}
-
-// setCopy records that checkpoint cp.gen holds chunk c whole as of cp.lsn.
-func (h *chunkHistory) setCopy(c uint32, cp chunkCopy) {
-	if int(c) >= len(h.copies) {
-		h.copies = append(h.copies, make([]chunkCopy, int(c)+1-len(h.copies))...)
-	}
-	h.copies[c] = cp
-}
-
-// addGens adds to gens the checkpoints that hold the copies of the chunks.
-func (h *chunkHistory) addGens(gens map[uint64]bool) {
-	for _, cp := range h.copies {
-		if cp.gen != 0 {
-			gens[cp.gen] = true
-		}
-	}
-}
-
-// wait returns once record lsn is durable (see wal.Log.Wait).
-func (l *queueLog) wait(lsn uint64) error { return l.d.wait(lsn) }
-
-// The records of changes, appended by the operations while they hold the
-// queue's lock; each returns the record's LSN for wait.
-
-// appendRecord appends the record b, encoded in q.wal.rec's array.
-func (q *Queue) appendRecord(b []byte) uint64 {
-	lsn := q.wal.d.log.Append(b)
-	q.wal.rec = b
-	if cap(b) > 64<<10 {
-		q.wal.rec = nil // a large message's; do not keep it
-	}
-	return lsn
-}
-
-func (q *Queue) logPut(slot uint32, n *node) uint64 {
-	lsn := q.appendRecord(appendPut(q.wal.rec[:0], q.qid, slot, n))
-	q.wal.touch(slot, lsn)
-	return lsn
-}
-
-func (q *Queue) logGet(visible int64, msgs []Message) uint64 {
-	lsn := q.appendRecord(appendGet(q.wal.rec[:0], q.qid, visible, msgs))
-	for i := range msgs {
-		q.wal.touch(msgs[i].PopReceipt.slotNo, lsn)
-	}
-	return lsn
-}
-
-func (q *Queue) logUpdate(slot uint32, n *node, content *string) uint64 {
-	lsn := q.appendRecord(appendUpdate(q.wal.rec[:0], q.qid, slot, n, content))
-	q.wal.touch(slot, lsn)
-	return lsn
-}
-
-func (q *Queue) logDelete(slot uint32) uint64 {
-	lsn := q.appendRecord(appendDelete(q.wal.rec[:0], q.qid, slot))
-	q.wal.touch(slot, lsn)
-	return lsn
-}
-
-// logOp logs a record of op with no fields but the queue: Clear, Delete
-// Queue.
-func (q *Queue) logOp(op byte) uint64 {
-	lsn := q.appendRecord(appendQueueOp(q.wal.rec[:0], op, q.qid))
-	if op == recClear {
-		q.wal.reset = lsn
-	}
-	return lsn
-}
-
-func (q *Queue) logMetadata(md map[string]string) uint64 {
-	return q.appendRecord(appendMetadata(q.wal.rec[:0], q.qid, md))
-}
-
-func (q *Queue) logPolicies(ps []AccessPolicy) uint64 {
-	return q.appendRecord(appendPolicies(q.wal.rec[:0], q.qid, ps))
-}
-
-func (q *Queue) logCreate() uint64 {
-	lsn := q.appendRecord(appendCreateQueue(q.wal.rec[:0], q.qid, q.name, q.metadata))
-	q.wal.reset = lsn
-	return lsn
-}
-
-// wait returns once record lsn is durable, mapping the log's errors to
-// azq's: the log's failure to ErrStorageFailure, which also stops the
-// Service, and a closed log to a closed Service.
-func (d *durable) wait(lsn uint64) error {
-	err := d.log.Wait(lsn)
-	if err == nil {
+// close stops the checkpointer, writes a last checkpoint if the log holds
+// anything since the newest one, closes the queues, closes the log and
+// releases the directory.
+func (d *durableService) close() error {
+	if !d.log.Stop() {
 		return nil
 	}
-	e := d.storageErr(err)
-	if errors.Is(e, ErrStorageFailure) {
-		d.svc.fail(e)
+	s := d.s
+	var errs []error
+	s.mu.Lock()
+	failed := s.failure
+	s.mu.Unlock()
+	if failed != nil {
+		errs = append(errs, failed)
+	} else if err := d.log.LastCheckpoint(); err != nil {
+		errs = append(errs, err)
 	}
-	return e
+	for _, q := range s.closeQueues() {
+		q.mu.Lock()
+		if !q.closed {
+			q.shut()
+		}
+		q.mu.Unlock()
+	}
+	if err := d.log.Close(failed != nil); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-// storageErr maps an error of the log to azq's.
-func (d *durable) storageErr(err error) error {
-	if errors.Is(err, wal.ErrClosed) {
-		return newError(ErrQueueNotFound, "", "the service is closed")
+// Queues is durable.Host's: the queues a checkpoint copies.
+func (d *durableService) Queues(rotate func()) ([]durable.QueueState, uint64, error) {
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure != nil || s.closed {
+		return nil, 0, s.closedErr()
 	}
-	var fe *wal.FailedError
-	if !errors.As(err, &fe) {
-		return err
-	}
-	d.failOnce.Do(func() {
-		d.failErr = newError(ErrStorageFailure, "", "durable storage failed, so the service refuses further changes: "+err.Error())
-		d.failErr.cause = err
-	})
-	return d.failErr
+	rotate()
+	return s.queueStates(), s.nextQID, nil
 }
 
-// onFailure is the log's failure callback, for failures that no waiting
-// operation reports: those of an interval sync or a checkpoint.
-func (d *durable) onFailure(err error) {
-	e := d.storageErr(err)
-	if d.svc != nil {
-		d.svc.fail(e)
-	}
-	if l := d.cfg.logger; l != nil {
-		l.Error("azq: durable storage failed; the service refuses further changes", "dir", d.dir, "err", err)
-	}
-}
+// Fail is durable.Host's: it stops the Service after a storage failure.
+func (d *durableService) Fail(err error) { d.s.fail(err) }
 
 // fail stops the Service after a storage failure: every queue refuses
 // further operations with err, and waiting Receive calls return it.
@@ -495,57 +352,10 @@ func (s *Service) fail(err error) {
 	})
 }
 
-// checkpointer is the Service's goroutine that writes checkpoints off the
-// request path: when the log has grown past WithCheckpointBytes, when
-// Checkpoint asks, and after a failure, once a back-off has passed (the
-// log's signals meanwhile are ignored, so a failing disk does not make
-// every operation's growth of the log start another attempt).
-func (d *durable) checkpointer() {
-	defer close(d.done)
-	var (
-		retry   *time.Timer
-		retryC  <-chan time.Time
-		backoff time.Duration
-	)
-	defer func() {
-		if retry != nil {
-			retry.Stop()
-		}
-	}()
-	for {
-		var reply chan error
-		select {
-		case <-d.stop:
-			return
-		case <-d.log.Due():
-			if retryC != nil {
-				continue // backing off
-			}
-		case <-retryC:
-			retryC = nil
-		case reply = <-d.requests:
-		}
-		err := d.svc.checkpoint()
-		if reply != nil {
-			reply <- err
-		}
-		switch {
-		case err == nil:
-			backoff, retryC = 0, nil
-		case errors.Is(err, ErrStorageFailure), errors.Is(err, ErrQueueNotFound):
-			return // the Service has failed or is closing: no checkpoint will do
-		default:
-			backoff = min(max(2*backoff, d.cfg.ckptBackoff), maxCheckpointBackoff)
-			if retry != nil {
-				retry.Stop()
-			}
-			retry = time.NewTimer(backoff)
-			retryC = retry.C
-			if l := d.cfg.logger; l != nil {
-				l.Error("azq: checkpoint failed; the log keeps everything, and the checkpoint is tried again", "dir", d.dir, "err", err, "retry_in", backoff)
-			}
-		}
-	}
+// durable returns the Service's durable side, nil for one in memory.
+func (s *Service) durable() *durableService {
+	d, _ := s.j.(*durableService)
+	return d
 }
 
 // Checkpoint writes a checkpoint of a durable Service now and returns once
@@ -556,120 +366,107 @@ func (s *Service) Checkpoint(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d := s.dur
+	d := s.durable()
 	if d == nil {
 		return nil
 	}
-	reply := make(chan error, 1)
-	select {
-	case d.requests <- reply:
-	case <-d.done:
+	err := d.log.Checkpoint(ctx)
+	if errors.Is(err, durable.ErrStopped) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.closedErr()
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return err
 }
 
 // DurableState returns the state of a durable Service's storage, and
 // false for a Service in memory.
 func (s *Service) DurableState() (DurableState, bool) {
-	d := s.dur
+	d := s.durable()
 	if d == nil {
 		return DurableState{}, false
 	}
-	d.mu.Lock()
-	st := d.state
-	d.mu.Unlock()
-	st.LogBytes = d.log.Bytes()
+	ls := d.log.State()
+	st := DurableState{Dir: d.log.Dir(), Recovery: d.recovery, LogBytes: ls.LogBytes,
+		Checkpoints: ls.Checkpoints, LastCheckpoint: ls.LastCheckpoint, LastCheckpointDuration: ls.LastCheckpointDuration,
+		CheckpointErr: ls.CheckpointErr, FailedCheckpoints: ls.FailedCheckpoints}
 	s.mu.Lock()
 	st.Failure = s.failure
 	s.mu.Unlock()
 	return st, true
 }
 
-// checkpoint writes a checkpoint and records how it went.
-func (s *Service) checkpoint() error {
-	d := s.dur
-	start := time.Now()
-	base, err := s.writeCheckpoint()
-	took := time.Since(start)
-	d.mu.Lock()
-	if err == nil {
-		d.state.Checkpoints++
-		d.state.LastCheckpoint, d.state.LastCheckpointDuration = time.Now(), took
-		d.state.CheckpointErr, d.state.FailedCheckpoints = nil, 0
-		d.ckptBase = base
-	} else {
-		d.state.CheckpointErr = err
-		d.state.FailedCheckpoints++
-	}
-	d.mu.Unlock()
-	if l := d.cfg.logger; l != nil && err == nil {
-		l.Debug("azq: checkpoint written", "dir", d.dir, "duration", took)
-	}
-	return err
-}
-
-// closeDurable stops the checkpointer, writes a last checkpoint if the
-// log holds anything since the newest one, closes the log and releases
-// the directory.
-func (s *Service) closeDurable() error {
-	d := s.dur
-	first := false
-	d.closeOnce.Do(func() {
-		first = true
-		close(d.stop)
-	})
-	if !first {
-		return nil
-	}
-	<-d.done
-	var errs []error
-	s.mu.Lock()
-	failed := s.failure
-	s.mu.Unlock()
-	d.mu.Lock()
-	base := d.ckptBase
-	d.mu.Unlock()
-	if failed != nil {
-		errs = append(errs, failed)
-	} else if d.log.LastLSN() > base {
-		if err := s.checkpoint(); err != nil {
-			errs = append(errs, fmt.Errorf("azq: %s: the last checkpoint: %w", d.dir, err))
-		}
-	}
-	for _, q := range s.closeQueues() {
-		q.mu.Lock()
-		if !q.closed {
-			q.shut()
-		}
-		q.mu.Unlock()
-	}
-	if err := d.log.Close(); err != nil && failed == nil {
-		if e := d.storageErr(err); errors.Is(e, ErrStorageFailure) {
-			errs = append(errs, e)
-		} else {
-			errs = append(errs, fmt.Errorf("azq: closing %s: %w", d.dir, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // abandon stops the Service as a killed process would: the checkpointer
 // ends, the log's files close with nothing buffered written, the
 // directory is released. For tests of recovery.
 func (s *Service) abandon() {
-	d := s.dur
-	d.closeOnce.Do(func() { close(d.stop) })
-	<-d.done
-	d.log.Abandon()
+	s.durable().log.Abandon()
 	s.closeQueues()
+}
+
+// queueJournal is a durable queue's journal: internal/durable's, given
+// the queue's changes in its plain terms.
+type queueJournal durable.Queue
+
+func (j *queueJournal) dq() *durable.Queue { return (*durable.Queue)(j) }
+
+// durableMessage returns the message n in slot as internal/durable
+// records it.
+func durableMessage(slot uint32, n *node) durable.Message {
+	return durable.Message{Slot: slot, Seq: n.seq, ID: n.id, Content: n.content, Inserted: n.inserted,
+		Visible: n.visible, Expires: n.expires, Tag: n.tag, Dequeues: n.dequeues, Version: n.version}
+}
+
+func (j *queueJournal) put(slot uint32, n *node) uint64 {
+	m := durableMessage(slot, n)
+	return j.dq().Put(&m)
+}
+
+func (j *queueJournal) take(slot uint32, n *node) {
+	j.dq().Take(durable.Taken{Slot: slot, Dequeues: n.dequeues, Version: n.version, Tag: n.tag})
+}
+
+func (j *queueJournal) get(visible int64) uint64 { return j.dq().Get(visible) }
+
+func (j *queueJournal) update(slot uint32, n *node, content bool) uint64 {
+	m := durableMessage(slot, n)
+	return j.dq().Update(&m, content)
+}
+
+func (j *queueJournal) delete(slot uint32) uint64 { return j.dq().Delete(slot) }
+
+func (j *queueJournal) clear() uint64 { return j.dq().Clear() }
+
+func (j *queueJournal) deleteQueue() uint64 { return j.dq().DeleteQueue() }
+
+func (j *queueJournal) metadata(md map[string]string) uint64 { return j.dq().Metadata(md) }
+
+func (j *queueJournal) policies(ps []AccessPolicy) uint64 {
+	return j.dq().Policies(durablePolicies(ps))
+}
+
+func (j *queueJournal) wait(lsn uint64) error { return j.dq().Wait(lsn) }
+
+// durablePolicies and accessPolicies convert access policies to and from
+// internal/durable's.
+func durablePolicies(ps []AccessPolicy) []durable.Policy {
+	if ps == nil {
+		return nil
+	}
+	out := make([]durable.Policy, len(ps))
+	for i, p := range ps {
+		out[i] = durable.Policy(p)
+	}
+	return out
+}
+
+func accessPolicies(ps []durable.Policy) []AccessPolicy {
+	if ps == nil {
+		return nil
+	}
+	out := make([]AccessPolicy, len(ps))
+	for i, p := range ps {
+		out[i] = AccessPolicy(p)
+	}
+	return out
 }

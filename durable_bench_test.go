@@ -96,13 +96,13 @@ func durableCycles(b *testing.B, callers int, opts ...DurableOption) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	interval := s.dur.cfg.syncInterval > 0
+	interval := s.durable().cfg.syncInterval > 0
 	var probe flushProbe
 	if !interval {
 		probe.open(b, dir)
 		defer probe.close()
 	}
-	s.dur.log.ResetStats()
+	s.durable().log.WAL().ResetStats()
 	b.ReportAllocs()
 	b.ResetTimer()
 	parts := min(20, b.N)
@@ -132,7 +132,7 @@ func durableCycles(b *testing.B, callers int, opts ...DurableOption) {
 	}
 	perSec := float64(b.N) / b.Elapsed().Seconds()
 	b.ReportMetric(perSec, "cycles/s")
-	if st := s.dur.log.Stats(); st.Syncs > 0 {
+	if st := s.durable().log.WAL().Stats(); st.Syncs > 0 {
 		b.ReportMetric(float64(st.Syncs)/float64(b.N), "syncs/cycle")
 		b.ReportMetric(float64(st.SyncTime.Microseconds())/float64(st.Syncs), "sync-µs")
 	}
@@ -227,16 +227,16 @@ func BenchmarkDurableBytes(b *testing.B) {
 		}
 		ctx := context.Background()
 		q, _, _ := s.CreateQueue(ctx, "bench", nil)
-		before := s.dur.log.Bytes()
+		before := s.durable().log.WAL().Bytes()
 		for j := 0; j < n; j++ {
 			if _, err := q.Put(ctx, payload16, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if err := s.dur.log.Sync(); err != nil {
+		if err := s.durable().log.WAL().Sync(); err != nil {
 			b.Fatal(err)
 		}
-		logBytes := s.dur.log.Bytes() - before
+		logBytes := s.durable().log.WAL().Bytes() - before
 		var snap countWriter
 		if err := s.Backup(ctx, &snap); err != nil {
 			b.Fatal(err)
@@ -271,7 +271,7 @@ func preload(b *testing.B, dir string, n int, crashed bool) {
 		}
 	}
 	if crashed {
-		if err := s.dur.log.Sync(); err != nil {
+		if err := s.durable().log.WAL().Sync(); err != nil {
 			b.Fatal(err)
 		}
 		crash(b, s)
@@ -350,7 +350,7 @@ func BenchmarkDurableStall(b *testing.B) {
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			runtime.GC()
-			s.dur.log.ResetStats()
+			s.durable().log.WAL().ResetStats()
 			b.ResetTimer()
 			for c := range lats {
 				lats[c] = make([]time.Duration, 0, 3*b.N/callers+3)
@@ -370,7 +370,7 @@ func BenchmarkDurableStall(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			st, _ := s.DurableState()
-			ls := s.dur.log.Stats()
+			ls := s.durable().log.WAL().Stats()
 			maxFlush := ls.MaxSync
 			if err := s.Close(); err != nil {
 				b.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq/internal/durable"
 	"github.com/azqlib/azq/internal/longrun"
 	"github.com/azqlib/azq/internal/vfs"
 	"github.com/azqlib/azq/internal/wal"
@@ -205,7 +206,7 @@ func fmtAny(v ...any) string { return fmt.Sprint(v...) }
 // held, before every record it passes on: the operations that a
 // checkpoint's copy of the queues runs beside.
 type mutatingSink struct {
-	sink   recordSink
+	sink   durable.Sink
 	change func()
 }
 
@@ -244,8 +245,8 @@ func TestFuzzyCheckpointReplaysExactlyLong(t *testing.T) {
 
 func fuzzyCheckpoints(t *testing.T, seeds []uint64) {
 	// Small, so that the later checkpoints copy the oldest's chunks again.
-	defer func(d, s, m int) { maxCheckpointDeps, migrateShare, minMigrate = d, s, m }(maxCheckpointDeps, migrateShare, minMigrate)
-	maxCheckpointDeps, migrateShare, minMigrate = 3, 2, 1
+	defer durable.SetMigration(3, 2, 1)()
+	maxCheckpointDeps := durable.MaxCheckpointDeps()
 	incremental, migrated := 0, 0
 	defer func() {
 		if incremental == 0 && !t.Failed() {
@@ -333,7 +334,7 @@ func fuzzyCheckpoints(t *testing.T, seeds []uint64) {
 			// every chunk, the next ones refer to the chunks that did not
 			// change, and past maxCheckpointDeps they copy the oldest's
 			// chunks again.
-			s.dur.testSink = func(sink recordSink) recordSink { return &mutatingSink{sink, change} }
+			s.durable().log.SetTestSink(func(sink durable.Sink) durable.Sink { return &mutatingSink{sink, change} })
 			checkpoints := 1 + rng.IntN(16)
 			for k := 0; k < checkpoints; k++ {
 				if err := s.checkpoint(); err != nil {
@@ -528,7 +529,7 @@ func TestCloseStopsTheCheckpointer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := s.dur.done
+	done := s.durable().log.Done()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

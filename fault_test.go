@@ -405,7 +405,7 @@ func TestDurableIntervalSync(t *testing.T) {
 
 	s := open(time.Hour)
 	q, _, _ := s.CreateQueue(ctx, "interval", nil)
-	if err := s.dur.log.Sync(); err != nil {
+	if err := s.durable().log.WAL().Sync(); err != nil {
 		t.Fatal(err)
 	}
 	before := count()
@@ -422,7 +422,7 @@ func TestDurableIntervalSync(t *testing.T) {
 	s = open(time.Millisecond)
 	defer s.Close()
 	q, _, _ = s.CreateQueue(ctx, "interval", nil)
-	if err := s.dur.log.Sync(); err != nil {
+	if err := s.durable().log.WAL().Sync(); err != nil {
 		t.Fatal(err)
 	}
 	before = count()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/azqlib/azq/internal/durable"
 	"github.com/azqlib/azq/internal/vfs"
 	"github.com/azqlib/azq/internal/wal"
 	"github.com/benbjohnson/clock"
@@ -43,12 +44,12 @@ func durableSeeds(tb testing.TB) (log, backup [][]byte) {
 		tb.Fatal(err)
 	}
 	crash(tb, s)
-	rp := newReplayer(newConfig(nil))
+	rp := durable.NewReplayer(rebuilder{newConfig(nil)})
 	_, _, err = wal.Open(testDir, wal.Options{FS: mem}, wal.Replay{
 		Checkpoint: func([]byte) error { return nil },
 		Record: func(_ uint64, rec []byte) error {
 			log = append(log, bytes.Clone(rec))
-			return rp.logRecord(0, rec)
+			return rp.LogRecord(0, rec)
 		},
 	})
 	if err != nil {
@@ -100,8 +101,7 @@ func FuzzReplay(f *testing.F) {
 	f.Add(short(backup[:len(backup)/2]), byte(1))
 	f.Add([]byte{}, byte(0))
 	f.Add(make([]byte, 20), byte(0))
-	defer func(m uint32) { maxRestoreSlot = m }(maxRestoreSlot)
-	maxRestoreSlot = 1 << 16
+	defer durable.SetMaxRestoreSlot(1 << 16)()
 	f.Fuzz(func(t *testing.T, data []byte, form byte) {
 		recs := long(data)
 		if form%2 == 1 {

@@ -45,8 +45,8 @@ func (q *Queue) SetMetadata(ctx context.Context, md map[string]string) error {
 	}
 	q.metadata = md
 	var lsn uint64
-	if q.wal != nil {
-		lsn = q.logMetadata(md)
+	if q.j != nil {
+		lsn = q.j.metadata(md)
 	}
 	return q.unlockSynced(lsn)
 }
@@ -76,8 +76,8 @@ func (q *Queue) SetAccessPolicies(ctx context.Context, ps []AccessPolicy) error 
 	}
 	q.policies = ps
 	var lsn uint64
-	if q.wal != nil {
-		lsn = q.logPolicies(ps)
+	if q.j != nil {
+		lsn = q.j.policies(ps)
 	}
 	return q.unlockSynced(lsn)
 }

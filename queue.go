@@ -44,12 +44,9 @@ type Queue struct {
 	metadata map[string]string
 	policies []AccessPolicy
 
-	// The durable mode (Open): the log that every change is appended to
-	// before it is acknowledged, nil in memory; the queue's number in it;
-	// and the log's failure once it failed, which closed the queue.
-	wal     *queueLog
-	qid     uint64
-	failure error
+	qid     uint64  // the queue's number in its Service, which backups and the log name it by
+	j       journal // records every change in the durable mode; nil in memory
+	failure error   // the storage failure that closed the queue, if one did
 }
 
 // New returns an empty queue that is not part of a Service. Options set its
@@ -191,8 +188,8 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	n.setMessage(&m, newReceipt(slot, n.version, n.tag))
 	q.visibleSoon(n.visible, now)
 	var lsn uint64
-	if q.wal != nil {
-		lsn = q.logPut(slot, n)
+	if q.j != nil {
+		lsn = q.j.put(slot, n)
 	}
 	if err := q.unlockSynced(lsn); err != nil {
 		return Message{}, err
@@ -237,8 +234,8 @@ func (q *Queue) AppendGet(ctx context.Context, dst []Message, n int, visibility 
 
 // get dequeues up to n visible messages and appends them to dst, which
 // grows, if it must, by the messages found. q.mu must be held.
-// In the durable mode it logs the change and returns the record's number
-// for wal.wait.
+// In the durable mode it records the change and returns the record's
+// number for unlockSynced.
 func (q *Queue) get(dst []Message, now int64, n int, visibility time.Duration) ([]Message, uint64) {
 	// The slots taken are gathered first, so that dst grows by the
 	// messages there are, not by the n asked for: a Get(32) that finds one
@@ -269,10 +266,13 @@ func (q *Queue) get(dst []Message, now int64, n int, visibility time.Duration) (
 	for i, slot := range slots {
 		nd := q.store.at(slot)
 		nd.setMessage(&dst[first+i], newReceipt(slot, nd.version, nd.tag))
+		if q.j != nil {
+			q.j.take(slot, nd)
+		}
 	}
 	var lsn uint64
-	if q.wal != nil {
-		lsn = q.logGet(hidden, dst[first:])
+	if q.j != nil {
+		lsn = q.j.get(hidden)
 	}
 	return dst, lsn
 }
@@ -346,8 +346,8 @@ func (q *Queue) Delete(ctx context.Context, id MessageID, receipt PopReceipt) er
 		q.compactLazy()
 	}
 	var lsn uint64
-	if q.wal != nil {
-		lsn = q.logDelete(slot)
+	if q.j != nil {
+		lsn = q.j.delete(slot)
 	}
 	return q.unlockSynced(lsn)
 }
@@ -386,8 +386,8 @@ func (q *Queue) Update(ctx context.Context, id MessageID, receipt PopReceipt, vi
 	q.visibleSoon(n.visible, now)
 	q.compactLazy()
 	var lsn uint64
-	if q.wal != nil {
-		lsn = q.logUpdate(slot, n, content)
+	if q.j != nil {
+		lsn = q.j.update(slot, n, content != nil)
 	}
 	if err := q.unlockSynced(lsn); err != nil {
 		return UpdateResult{}, err
@@ -403,22 +403,23 @@ func (q *Queue) Clear(ctx context.Context) error {
 	}
 	q.clearLocked()
 	var lsn uint64
-	if q.wal != nil {
-		lsn = q.logOp(recClear)
+	if q.j != nil {
+		lsn = q.j.clear()
 	}
 	return q.unlockSynced(lsn)
 }
 
 // unlockSynced releases q.mu and then, in the durable mode, waits until
-// the log record lsn of the change just made is on disk (0: nothing was
-// logged), so that the operation is acknowledged only once it would survive
-// a crash. The wait is outside the lock, so concurrent callers share a sync.
+// the journal's record lsn of the change just made is on disk (0: nothing
+// was recorded), so that the operation is acknowledged only once it would
+// survive a crash. The wait is outside the lock, so concurrent callers
+// share a sync.
 func (q *Queue) unlockSynced(lsn uint64) error {
 	q.mu.Unlock()
 	if lsn == 0 {
 		return nil
 	}
-	return q.wal.wait(lsn)
+	return q.j.wait(lsn)
 }
 
 // keepExpiryEntries is the most entries an emptied queue's expiry heap
@@ -470,8 +471,8 @@ func (q *Queue) Close() error {
 	q.mu.Lock()
 	var lsn uint64
 	if !q.closed {
-		if q.wal != nil {
-			lsn = q.logOp(recDeleteQueue)
+		if q.j != nil {
+			lsn = q.j.deleteQueue()
 		}
 		q.shut()
 	} else if q.failure != nil {

@@ -20,9 +20,9 @@ type Service struct {
 	queues  *btree.Map[string, *Queue] // ordered by name, for ListQueues
 	closed  bool
 	nextQID uint64 // number of the next queue created, for logs and snapshots
-	failure error  // the log's failure (durable mode)
+	failure error  // the storage failure that stopped it (durable mode)
 
-	dur *durable // the on-disk side; nil in memory
+	j serviceJournal // records the creation of queues in the durable mode; nil in memory
 }
 
 // NewService returns a Service with no queues. Options set the clock and
@@ -70,15 +70,15 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 		same := queuemeta.Equal(q.metadata, metadata)
 		q.mu.Unlock()
 		var lsn uint64
-		if s.dur != nil {
-			lsn = s.dur.log.LastLSN() // the queue's creation may not be durable yet
+		if s.j != nil {
+			lsn = s.j.last() // the queue's creation may not be durable yet
 		}
 		s.mu.Unlock()
 		if !same {
 			return nil, false, newError(ErrQueueAlreadyExists, "", "the queue "+quoteTrunc(name)+" already exists with different metadata")
 		}
 		if lsn != 0 {
-			if err := s.dur.wait(lsn); err != nil {
+			if err := s.j.wait(lsn); err != nil {
 				return nil, false, err
 			}
 		}
@@ -88,14 +88,13 @@ func (s *Service) CreateQueue(ctx context.Context, name string, metadata map[str
 	q.svc, q.qid = s, s.nextQID
 	s.nextQID++
 	var lsn uint64
-	if s.dur != nil {
-		q.wal = &queueLog{d: s.dur}
-		lsn = q.logCreate()
+	if s.j != nil {
+		q.j, lsn = s.j.create(q)
 	}
 	s.queues.Set(name, q)
 	s.mu.Unlock()
 	if lsn != 0 {
-		if err := q.wal.wait(lsn); err != nil {
+		if err := q.j.wait(lsn); err != nil {
 			return nil, false, err
 		}
 	}
@@ -132,12 +131,12 @@ func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 	}
 	q, ok := s.queues.Delete(name)
 	var lsn uint64
-	if ok && q.wal != nil {
-		// Log the deletion before the name is free again, so that a new
-		// queue of the same name is created after it in the log too.
+	if ok && q.j != nil {
+		// Record the deletion before the name is free again, so that a
+		// new queue of the same name is created after it in the log too.
 		q.mu.Lock()
 		if !q.closed {
-			lsn = q.logOp(recDeleteQueue)
+			lsn = q.j.deleteQueue()
 			q.shut()
 		}
 		q.mu.Unlock()
@@ -147,7 +146,7 @@ func (s *Service) DeleteQueue(ctx context.Context, name string) error {
 		return newError(ErrQueueNotFound, "", "the queue "+quoteTrunc(name)+" does not exist")
 	}
 	if lsn != 0 {
-		return q.wal.wait(lsn)
+		return q.j.wait(lsn)
 	}
 	return q.Close()
 }
@@ -273,8 +272,8 @@ func decodeMarker(m string) (string, error) {
 // Close writes a checkpoint, syncs the log and releases the directory,
 // and reports a failure to do so.
 func (s *Service) Close() error {
-	if s.dur != nil {
-		return s.closeDurable()
+	if s.j != nil {
+		return s.j.close()
 	}
 	for _, q := range s.closeQueues() {
 		q.Close()

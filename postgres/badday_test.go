@@ -3,7 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"net/url"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -263,12 +263,10 @@ func TestStandbyIsUnavailable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a primary and a standby")
 	}
-	primary := pgtest.Start(t, pgtest.Options{})
-	standby := primary.StartStandby(t)
+	primary, standby := pgtest.StartReplicated(t, pgtest.ReplicatedOptions{})
 	// Both servers' sockets, in order: the primary's while it is up.
-	pu, su := mustParse(t, primary.URL()), mustParse(t, standby.URL())
-	hosts := pu.Query().Get("host") + "," + su.Query().Get("host")
-	cfg, err := pgxpool.ParseConfig("postgres://postgres@/postgres?sslmode=disable&host=" + url.QueryEscape(hosts))
+	cfg, err := pgxpool.ParseConfig(fmt.Sprintf("host=%s,%s port=%d,%d user=postgres dbname=postgres sslmode=disable",
+		primary.Host(), standby.Host(), primary.Port(), standby.Port()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,13 +330,4 @@ func TestStandbyIsUnavailable(t *testing.T) {
 	if !errors.As(err, &de) || !de.Unavailable() {
 		t.Errorf("Ping on the standby: %v, want an unavailable DatabaseError", err)
 	}
-}
-
-func mustParse(t *testing.T, u string) *url.URL {
-	t.Helper()
-	p, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

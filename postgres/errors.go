@@ -44,7 +44,11 @@ const (
 // effect before the connection dropped, as a request to Azure may whose
 // answer was lost: a Put may have added its message, a Get hidden its.
 // One that the database ended at a timeout, or that it refused, took no
-// effect: each operation is one transaction, rolled back.
+// effect: each operation is one transaction, rolled back. One whose
+// commit a synchronous standby did not confirm before the caller's
+// context ended (NotReplicated: 500 OperationTimedOut, as Azure answers
+// an operation that may or may not have succeeded) took effect on the
+// primary, and a failover to the standby may undo it.
 type DatabaseError struct {
 	// Err is the error as an *azq.Error, with Azure's code and status.
 	Err *azq.Error
@@ -65,7 +69,32 @@ func (e *DatabaseError) Unavailable() bool { return e.Err.Code == codeServerBusy
 // TimedOut reports whether the database ended the operation at the
 // statement or lock timeout (Options.StatementTimeout, LockTimeout); it
 // took no effect.
-func (e *DatabaseError) TimedOut() bool { return e.Err.Code == codeOperationTimedOut }
+func (e *DatabaseError) TimedOut() bool {
+	return e.Err.Code == codeOperationTimedOut && !e.NotReplicated()
+}
+
+// NotReplicated reports whether the operation committed on the primary
+// but its wait for the synchronous standby was canceled, as the caller's
+// context ended, before the standby confirmed it (ErrNotReplicated): it
+// may have taken effect, and may be lost in a failover.
+func (e *DatabaseError) NotReplicated() bool { return errors.Is(e.Cause, ErrNotReplicated) }
+
+// ErrNotReplicated is the cause (DatabaseError.Cause) of the failure of an
+// operation whose commit waited for a synchronous standby (the primary's
+// synchronous_standby_names) and whose wait was canceled, by the end of
+// the caller's context or by the session's termination, before the
+// standby confirmed it. PostgreSQL does not roll such a commit back: the
+// change is on the primary, and may not be on the standby. The operation
+// is reported as failed, never as done, since a failover to the standby
+// would lose it; a Put may have added its message, a Delete removed its.
+var ErrNotReplicated = errors.New("the commit's wait for the synchronous standby was canceled: the change is committed on the primary, and may not be on the standby")
+
+// errNotReplicated is the error of an operation that met ErrNotReplicated.
+func errNotReplicated() error {
+	return &DatabaseError{Err: &azq.Error{Code: codeOperationTimedOut, StatusCode: http.StatusInternalServerError,
+		Message: "the database did not confirm the operation in time: it may have taken effect"},
+		Cause: ErrNotReplicated}
+}
 
 // dbError maps an error of the driver: the context's own error when ctx
 // ended (as the in-memory queue returns it), else a *DatabaseError.
@@ -104,6 +133,8 @@ const (
 	pgLockNotAvailable    = "55P03" // the lock timeout
 	pgReadOnlyTransaction = "25006" // a standby's answer to a write
 	pgFeatureNotSupported = "0A000" // a standby's answer to an unlogged table
+	pgWarning             = "01000" // a warning of no class of its own
+	pgAdminShutdown       = "57P01" // the session's termination
 )
 
 // pgCode returns the SQLSTATE of err, "" if the server did not answer it.

@@ -23,14 +23,22 @@ var (
 	_ querier = (*pgxpool.Conn)(nil)
 )
 
-// retry runs op, the statements of one operation, on the pool and, if
-// they failed with an error that the driver reports as safe to retry
-// (pgconn.SafeToRetry: nothing reached the database, as when a pooled
-// connection went stale while the server restarted), runs them once more
-// on a connection that answers a ping. op returns the driver's error; it
-// must set its results afresh when run again.
+// retry runs op, the statements of one operation, on a connection of the
+// pool and, if they failed with an error that the driver reports as safe
+// to retry (pgconn.SafeToRetry: nothing reached the database, as when a
+// pooled connection went stale while the server restarted), runs them
+// once more on a connection that answers a ping. op returns the driver's
+// error; it must set its results afresh when run again.
+//
+// Every operation's statements pass through it, so that none reports
+// success for a commit that a synchronous standby did not confirm (see
+// run).
 func (s *Service) retry(ctx context.Context, op func(db querier) error) error {
-	err := op(s.pool)
+	conn, err := s.pool.Acquire(ctx)
+	if err == nil {
+		err = run(ctx, conn, op)
+		conn.Release()
+	}
 	if err == nil || !pgconn.SafeToRetry(err) || ctx.Err() != nil {
 		return err
 	}
@@ -39,7 +47,25 @@ func (s *Service) retry(ctx context.Context, op func(db querier) error) error {
 		return cerr
 	}
 	defer conn.Release()
-	return op(conn)
+	return run(ctx, conn, op)
+}
+
+// run runs op on conn. If a commit of op's waited for a synchronous
+// standby and the wait was canceled (see ConfigurePool), it returns the
+// DatabaseError of ErrNotReplicated, whatever op returned, and closes the
+// connection, which the pool then drops: PostgreSQL reports such a commit
+// as a success.
+func run(ctx context.Context, conn *pgxpool.Conn, op func(db querier) error) error {
+	err := op(conn)
+	if pc := conn.Conn().PgConn(); takeUnreplicated(pc) {
+		// Bounded, and not by ctx, which may have ended: the connection
+		// closes whatever the server answers.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWait)
+		pc.Close(cctx)
+		cancel()
+		return errNotReplicated()
+	}
+	return err
 }
 
 // liveConn acquires a connection of the pool that answers a ping. One

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,8 +79,16 @@ const cancelWait = 500 * time.Millisecond
 // statement sends the database a cancel request, so that the statement
 // stops and rolls back rather than running on, maybe to commit, after
 // the caller was told that it failed. A statement that completed before
-// the cancel reached it is reported as completed. It is for a caller
-// that makes the pool it passes to New.
+// the cancel reached it is reported as completed.
+//
+// A cancel that reaches a commit waiting for a synchronous standby does
+// not roll it back: PostgreSQL has committed the transaction locally,
+// warns that the standby may not have it, and reports success. The
+// connections watch for that warning: the operation then fails with
+// ErrNotReplicated (see DatabaseError.NotReplicated) rather than
+// succeeding, and its connection is closed, not reused. It is for a
+// caller that makes the pool it passes to New; cfg's own OnNotice,
+// AfterConnect and PrepareConn (or BeforeAcquire), if set, still run.
 func ConfigurePool(cfg *pgxpool.Config, opts *Options) {
 	var o Options
 	if opts != nil {
@@ -94,6 +103,78 @@ func ConfigurePool(cfg *pgxpool.Config, opts *Options) {
 	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelWait}
 	}
+	onNotice := cc.OnNotice
+	cc.OnNotice = func(c *pgconn.PgConn, n *pgconn.Notice) {
+		if unreplicatedCommit(n) {
+			unreplicated.Store(c, struct{}{})
+		}
+		if onNotice != nil {
+			onNotice(c, n)
+		}
+	}
+	afterConnect := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		// A connection of the same address, long closed, may have left
+		// its mark behind if it never went back to a pool.
+		unreplicated.Delete(c.PgConn())
+		if afterConnect != nil {
+			return afterConnect(ctx, c)
+		}
+		return nil
+	}
+	prepare := cfg.PrepareConn
+	if before := cfg.BeforeAcquire; prepare == nil && before != nil {
+		// The pool ignores BeforeAcquire once PrepareConn is set.
+		prepare = func(ctx context.Context, c *pgx.Conn) (bool, error) { return before(ctx, c), nil }
+	}
+	cfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
+		// A statement outside the Service's operations (see
+		// Service.retry) met the warning: the pool drops the connection
+		// rather than hand it out again. (A hook on release would run on
+		// a goroutine of the pool's at every release.)
+		if takeUnreplicated(c.PgConn()) {
+			return false, nil
+		}
+		if prepare != nil {
+			return prepare(ctx, c)
+		}
+		return true, nil
+	}
+}
+
+// unreplicated holds the connections (*pgconn.PgConn) on which a commit's
+// wait for a synchronous standby was canceled, from the warning (see
+// ConfigurePool) until the operation that ran on the connection, or the
+// pool when it would hand the connection out again, takes the mark and
+// closes the connection.
+var unreplicated sync.Map
+
+// takeUnreplicated reports whether c met a canceled wait for a
+// synchronous standby since it was last asked, and forgets it.
+func takeUnreplicated(c *pgconn.PgConn) bool {
+	_, marked := unreplicated.LoadAndDelete(c)
+	return marked
+}
+
+// unreplicatedCommit reports whether n is PostgreSQL's warning that a
+// commit's wait for its synchronous standbys was canceled (SyncRepWaitForLSN
+// in syncrep.c): by a cancel request or the session's termination, after
+// the transaction committed on the primary. The message and detail are
+// translated when the server's lc_messages is not English, so it is known
+// by what is not: the severity (SeverityUnlocalized), the SQLSTATE, and the
+// server's function that sends it (the Routine field, which every
+// PostgreSQL sends); the English detail serves a server that sends no
+// Routine.
+func unreplicatedCommit(n *pgconn.Notice) bool {
+	severity := n.SeverityUnlocalized
+	if severity == "" {
+		severity = n.Severity
+	}
+	if severity != "WARNING" || n.Code != pgWarning && n.Code != pgAdminShutdown {
+		return false
+	}
+	return n.Routine == "SyncRepWaitForLSN" ||
+		n.Routine == "" && strings.Contains(n.Detail, "already committed locally")
 }
 
 // setTimeout sets the run-time parameter name to d in milliseconds: d if
@@ -183,8 +264,10 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts *Options) (*Servi
 // schema up to date. Close leaves the pool open. The pool's connections
 // must not be shared with a transaction pooler in transaction mode, which
 // LISTEN and the advisory locks the Service takes do not survive. New
-// uses the pool as it is: the Options' timeouts apply only if the pool's
-// configuration went through ConfigurePool.
+// uses the pool as it is: the Options' timeouts, and the failure of an
+// operation whose commit a synchronous standby did not confirm
+// (ErrNotReplicated), apply only if the pool's configuration went
+// through ConfigurePool.
 func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Service, error) {
 	return newService(ctx, pool, false, opts)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -443,18 +444,9 @@ func TestPostgresStandby(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a primary and a standby")
 	}
-	primary := pgtest.Start(t, pgtest.Options{})
-	standby := primary.StartStandby(t)
-	pu, err := url.Parse(primary.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	su, err := url.Parse(standby.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosts := pu.Query().Get("host") + "," + su.Query().Get("host")
-	d := start(t, "-postgres", "postgres://postgres@/postgres?sslmode=disable&host="+url.QueryEscape(hosts),
+	primary, standby := pgtest.StartReplicated(t, pgtest.ReplicatedOptions{})
+	d := start(t, "-postgres", fmt.Sprintf("host=%s,%s port=%d,%d user=postgres dbname=postgres sslmode=disable",
+		primary.Host(), standby.Host(), primary.Port(), standby.Port()),
 		"-allow-anonymous", "-log-level", "error")
 	hdr := map[string]string{"x-ms-version": "2021-12-02"}
 	if status, body := send(t, "PUT", d.base+"/devstoreaccount1/jobs", "", nil, hdr); status != 201 {

@@ -10,9 +10,10 @@
 // a network port, and keeps nothing afterwards. It runs with fsync off, as
 // tests need no durability against a crash of the machine; Start with
 // Options.Durable gives a server that syncs, for benchmarks. For tests of
-// a failover, StartReplicated starts a primary and a standby that
-// streams from it; Crash kills the primary as the loss of its machine
-// would, and Promote makes the standby the primary.
+// a failover or of a standby, StartReplicated starts a primary and a
+// standby that streams from it, synchronously or not; Crash kills the
+// primary as the loss of its machine would, Promote makes the standby the
+// primary, and Freeze and Thaw hold up a server and let it go.
 //
 // The binaries (initdb, postgres) are looked for where Debian installs
 // them, /usr/lib/postgresql/<version>/bin (the newest version), then on

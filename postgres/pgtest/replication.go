@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,7 +56,12 @@ const StandbyPort = 5433
 // port. Without PostgreSQL (or its pg_basebackup) it skips tb, or fails
 // it in CI.
 //
-// Crash the primary and Promote the standby to fail over. Both run with
+// It is the one way this package makes a standby: an asynchronous one
+// for a test of what a standby answers (reads, and a refusal of every
+// write) or of a failover that may lose the last commits, a synchronous
+// one for a failover that must not. Crash the primary and Promote the
+// standby to fail over; Stop or Freeze the synchronous standby to make
+// the primary's commits wait for it. Both run with
 // fsync off, as every server of this package does: what a commit waited
 // for has reached the standby's kernel, which survives the primary's
 // crash, not its disk.
@@ -228,4 +235,68 @@ func (s *Server) exec(ctx context.Context, sql string) error {
 		return fmt.Errorf("%s: %w", sql, err)
 	}
 	return nil
+}
+
+// Freeze stops the server's processes (SIGSTOP), as a server that hangs
+// does: connections stay open, and nothing answers on them or on new
+// ones; a frozen synchronous standby holds up every commit of its
+// primary. Thaw resumes them; Thaw a frozen server before tb ends, whose
+// Close would wait for it. It is an error on a server EnvURL names.
+func (s *Server) Freeze() error { return s.signalAll(syscall.SIGSTOP) }
+
+// Thaw resumes the processes Freeze stopped.
+func (s *Server) Thaw() error { return s.signalAll(syscall.SIGCONT) }
+
+// signalAll sends sig to the postmaster, then to each of its children.
+func (s *Server) signalAll(sig syscall.Signal) error {
+	if s.external {
+		return errors.New("pgtest: an existing server is not the test's to signal")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("pgtest: the server is stopped")
+	}
+	pid := s.cmd.Process.Pid
+	if err := syscall.Kill(pid, sig); err != nil {
+		return err
+	}
+	kids, err := children(pid)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		syscall.Kill(k, sig) // one that exited meanwhile is no matter
+	}
+	return nil
+}
+
+// children returns the processes whose parent is pid, from /proc.
+func children(pid int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var kids []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after
+		// its closing parenthesis.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 2 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, n)
+		}
+	}
+	return kids, nil
 }

@@ -1,17 +1,14 @@
-package azq
+package durable
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/tidwall/btree"
 )
 
-// Replay rebuilds a durable Service from its newest checkpoint and the
-// log records after it.
+// A Replayer rebuilds a durable Service from its newest checkpoint and the
+// log records after it, through a Builder.
 //
 // A checkpoint is fuzzy: it is copied while the Service runs, one queue
 // and one chunk of 4,096 slots at a time, each under its queue's lock for
@@ -41,8 +38,13 @@ import (
 // copied marked as of the end of time (math.MaxUint64): their records are
 // skipped, and the queue's deletion, later than everything copied of it,
 // removes it.
-type replayer struct {
-	cfg     config
+//
+// What the queues are rebuilt in (slot stores and indexes) is the queue
+// package's, behind the Builder and Rebuilt views; the Replayer decides
+// which record applies to what, and keeps what the next checkpoints need
+// to know of the chunks (chunkHistory).
+type Replayer struct {
+	build   Builder
 	queues  map[uint64]*replayQueue
 	nextQID uint64 // every queue created later has a number at least this
 	// ckptQIDs is the checkpoint's next queue number: a queue numbered
@@ -61,6 +63,8 @@ type replayer struct {
 	depPuts map[depChunk][][]byte
 	depAt   depChunk // the chunk whose Puts follow
 	depIn   bool
+
+	log *Log // the Log whose queues' journals Result makes; nil for a backup
 }
 
 // ownCheckpoint stands for the generation of the checkpoint being loaded
@@ -73,10 +77,17 @@ type depChunk struct {
 	chunk    uint32
 }
 
-// replayQueue is a queue being rebuilt, and the LSNs that its parts in the
-// checkpoint are as of (all 0 for a queue created after the checkpoint).
+// replayQueue is a queue being rebuilt, what of it is the Replayer's own,
+// and the LSNs that its parts in the checkpoint are as of (all 0 for a
+// queue created after the checkpoint).
 type replayQueue struct {
-	q      *Queue
+	q        Rebuilt
+	qid      uint64
+	name     string
+	seq      uint64
+	metadata map[string]string
+	policies []Policy
+
 	hdr    uint64   // its metadata, policies and existence
 	chunks []uint64 // the slots of chunk c
 	rest   uint64   // the slots of the chunks after those
@@ -90,15 +101,16 @@ type replayQueue struct {
 	chunkHistory
 }
 
-func newReplayer(cfg config) *replayer {
-	return &replayer{cfg: cfg, queues: map[uint64]*replayQueue{}, nextQID: 1,
+// NewReplayer returns a Replayer that rebuilds queues with b.
+func NewReplayer(b Builder) *Replayer {
+	return &Replayer{build: b, queues: map[uint64]*replayQueue{}, nextQID: 1,
 		depLSN: map[depChunk]uint64{}, depPuts: map[depChunk][][]byte{}}
 }
 
-// dependencyRecord takes one record of an older checkpoint, gen, that the
+// DependencyRecord takes one record of an older checkpoint, gen, that the
 // newest depends on: of it, only the chunks are needed, which the
 // newest's references stand for.
-func (r *replayer) dependencyRecord(gen uint64, rec []byte) error {
+func (r *Replayer) DependencyRecord(gen uint64, rec []byte) error {
 	d := dec{b: rec}
 	switch op := d.byte(); op {
 	case recCkptChunk:
@@ -133,9 +145,18 @@ func (rq *replayQueue) guard(slot uint32) uint64 {
 // used.
 var maxRestoreSlot uint32 = 1 << 28
 
-// checkpointRecord loads one record of a checkpoint (or a backup, which
+// SetMaxRestoreSlot sets the bound on the slots a checkpoint or log may
+// name, and returns a function that sets the previous one back. Fuzz
+// tests lower it, so that a damaged record costs them little memory.
+func SetMaxRestoreSlot(n uint32) (undo func()) {
+	old := maxRestoreSlot
+	maxRestoreSlot = n
+	return func() { maxRestoreSlot = old }
+}
+
+// CheckpointRecord loads one record of a checkpoint (or a backup, which
 // is one).
-func (r *replayer) checkpointRecord(rec []byte) error {
+func (r *Replayer) CheckpointRecord(rec []byte) error {
 	d := dec{b: rec}
 	op := d.byte()
 	if r.ckpt == 0 && op != recCkptService || r.ckpt == 2 || r.ckpt == 1 && op == recCkptService {
@@ -165,24 +186,23 @@ func (r *replayer) checkpointRecord(rec []byte) error {
 	}
 	qid := d.u()
 	rq := r.cur
-	if op != recCkptQueue && (rq == nil || rq.ended || rq.q.qid != qid) {
+	if op != recCkptQueue && (rq == nil || rq.ended || rq.qid != qid) {
 		return fmt.Errorf("checkpoint record of type %d for queue %d out of place", op, qid)
 	}
 	switch op {
 	case recCkptQueue:
 		if rq != nil && !rq.ended {
-			return fmt.Errorf("queue %d starts inside queue %d", qid, rq.q.qid)
+			return fmt.Errorf("queue %d starts inside queue %d", qid, rq.qid)
 		}
-		cq, err := readCkptQueue(&d, qid)
+		h, lsn, err := readCkptQueue(&d, qid)
 		if err != nil {
 			return err
 		}
-		if _, dup := r.queues[qid]; dup || qid >= r.nextQID || cq.next > maxRestoreSlot {
+		if _, dup := r.queues[qid]; dup || qid >= r.nextQID || h.Next > maxRestoreSlot {
 			return fmt.Errorf("queue number %d is repeated or out of range, or its slots are", qid)
 		}
-		q := newQueue(cq.name, r.cfg, cq.metadata)
-		q.qid, q.seq, q.policies = qid, cq.seq, cq.policies
-		r.cur = &replayQueue{q: q, hdr: cq.lsn, bound: cq.next}
+		r.cur = &replayQueue{q: r.build.NewQueue(qid, h.Name), qid: qid, name: h.Name, seq: h.Seq,
+			metadata: h.Metadata, policies: h.Policies, hdr: lsn, bound: h.Next}
 		r.queues[qid] = r.cur
 		r.ckptQueues++
 	case recCkptChunk:
@@ -232,7 +252,7 @@ func (r *replayer) checkpointRecord(rec []byte) error {
 			return fmt.Errorf("queue %d ends after %d chunks, not %d", qid, len(rq.chunks), chunks)
 		}
 		rq.rest, rq.ended = lsn, true
-		return indexLoaded(rq.q)
+		return rq.q.Index()
 	default:
 		return fmt.Errorf("unknown checkpoint record type %d", op)
 	}
@@ -242,55 +262,23 @@ func (r *replayer) checkpointRecord(rec []byte) error {
 // place puts a message of a checkpoint, a Put that d holds past its
 // header, in its slot of chunk c, unindexed.
 func (rq *replayQueue) place(d *dec, c uint32) error {
-	slot, n, err := readPut(d)
+	m, err := readPut(d)
 	if err != nil {
 		return err
 	}
-	q := rq.q
-	if slot>>chunkShift != c || slot >= maxRestoreSlot {
-		return fmt.Errorf("message %v in slot %d, outside its chunk", n.id, slot)
+	if m.Slot>>chunkShift != c || m.Slot >= maxRestoreSlot {
+		return fmt.Errorf("message %v in slot %d, outside its chunk", m.ID, m.Slot)
 	}
-	p := q.store.allocAt(slot)
-	if p == nil {
-		return fmt.Errorf("slot %d holds two messages", slot)
+	if !rq.q.Place(m) {
+		return fmt.Errorf("slot %d holds two messages", m.Slot)
 	}
-	*p = n
-	q.count++
-	q.seq = max(q.seq, n.seq)
-	rq.bound = max(rq.bound, slot+1)
+	rq.seq = max(rq.seq, m.Seq)
+	rq.bound = max(rq.bound, m.Slot+1)
 	return nil
 }
 
-// indexLoaded builds the visibility index and the expiry heap of a queue
-// whose messages were placed in their slots, in insertion order, so that
-// the visibility rings hold them as the Puts built them.
-func indexLoaded(q *Queue) error {
-	type ref struct {
-		seq  uint64
-		slot uint32
-	}
-	refs := make([]ref, 0, q.count)
-	for slot := uint32(0); slot < q.store.next; slot++ {
-		if n := q.store.at(slot); n.seq != 0 {
-			refs = append(refs, ref{n.seq, slot})
-		}
-	}
-	slices.SortFunc(refs, func(a, b ref) int { return cmp.Compare(a.seq, b.seq) })
-	for i, rf := range refs {
-		if i > 0 && refs[i-1].seq == rf.seq {
-			return fmt.Errorf("two messages with insertion sequence %d", rf.seq)
-		}
-		n := q.store.at(rf.slot)
-		if n.expires != neverExpires {
-			q.expiry.push(expiryEntry{at: n.expires, slot: rf.slot, stamp: uint32(n.seq)})
-		}
-		q.vis.add(rf.slot, n, n.version == 0)
-	}
-	return nil
-}
-
-// logRecord replays one log record, number lsn.
-func (r *replayer) logRecord(lsn uint64, rec []byte) error {
+// LogRecord replays one log record, number lsn.
+func (r *Replayer) LogRecord(lsn uint64, rec []byte) error {
 	r.records++
 	d := dec{b: rec}
 	op, qid := d.header()
@@ -305,9 +293,8 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 		if _, ok := r.queues[qid]; ok || qid < r.nextQID {
 			return fmt.Errorf("queue %d is created twice", qid)
 		}
-		q := newQueue(name, r.cfg, md)
-		q.qid = qid
-		r.queues[qid] = &replayQueue{q: q, chunkHistory: chunkHistory{reset: lsn}}
+		r.queues[qid] = &replayQueue{q: r.build.NewQueue(qid, name), qid: qid, name: name, metadata: md,
+			chunkHistory: chunkHistory{reset: lsn}}
 		r.nextQID = qid + 1
 		return nil
 	}
@@ -333,7 +320,7 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 			return err
 		}
 		if lsn > rq.hdr {
-			q.metadata = md
+			rq.metadata = md
 		}
 	case recPolicies:
 		ps, err := readPolicies(&d)
@@ -341,42 +328,38 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 			return err
 		}
 		if lsn > rq.hdr {
-			q.policies = ps
+			rq.policies = ps
 		}
 	case recPut:
-		slot, n, err := readPut(&d)
+		m, err := readPut(&d)
 		if err != nil {
 			return err
 		}
-		if slot >= maxRestoreSlot || n.version != 0 || n.dequeues != 0 {
-			return fmt.Errorf("put into slot %d, out of range, or of a message already taken", slot)
+		if m.Slot >= maxRestoreSlot || m.Version != 0 || m.Dequeues != 0 {
+			return fmt.Errorf("put into slot %d, out of range, or of a message already taken", m.Slot)
 		}
-		if lsn > rq.guard(slot) {
+		if lsn > rq.guard(m.Slot) {
 			// Put takes a freed slot or the next new one, never one
 			// beyond. (A Put the checkpoint holds the effect of may name
 			// one beyond the next new slot the checkpoint copied, if the
 			// queue was emptied since and its slots started over.)
-			if slot > rq.bound {
-				return fmt.Errorf("put into slot %d, beyond the next new slot %d", slot, rq.bound)
+			if m.Slot > rq.bound {
+				return fmt.Errorf("put into slot %d, beyond the next new slot %d", m.Slot, rq.bound)
 			}
-			q.restore(slot, n)
-			rq.touch(slot, lsn)
+			q.Restore(m)
+			rq.touch(m.Slot, lsn)
 		}
-		rq.bound = max(rq.bound, slot+1)
-		q.seq = max(q.seq, n.seq)
+		rq.bound = max(rq.bound, m.Slot+1)
+		rq.seq = max(rq.seq, m.Seq)
 	case recGet:
-		return readGet(&d, func(visible int64, g getEntry) error {
-			if lsn <= rq.guard(g.slot) {
+		return readGet(&d, func(visible int64, t Taken) error {
+			if lsn <= rq.guard(t.Slot) {
 				return nil
 			}
-			n := q.store.lookup(g.slot)
-			if n == nil {
-				return fmt.Errorf("get of slot %d, which is empty", g.slot)
+			if !q.Take(visible, t) {
+				return fmt.Errorf("get of slot %d, which is empty", t.Slot)
 			}
-			q.vis.remove(n)
-			n.visible, n.dequeues, n.version, n.tag = visible, g.dequeues, g.version, g.tag
-			q.vis.add(g.slot, n, false)
-			rq.touch(g.slot, lsn)
+			rq.touch(t.Slot, lsn)
 			return nil
 		})
 	case recUpdate:
@@ -384,27 +367,18 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 		if err != nil || lsn <= rq.guard(u.slot) {
 			return err
 		}
-		n := q.store.lookup(u.slot)
-		if n == nil {
+		if !q.Update(u.slot, u.visible, u.version, u.tag, u.hasContent, u.content) {
 			return fmt.Errorf("update of slot %d, which is empty", u.slot)
 		}
-		q.vis.remove(n)
-		n.visible, n.version, n.tag = u.visible, u.version, u.tag
-		if u.hasContent {
-			n.content = u.content
-		}
-		q.vis.add(u.slot, n, false)
 		rq.touch(u.slot, lsn)
 	case recDelete:
 		slot, err := readDelete(&d)
 		if err != nil || lsn <= rq.guard(slot) {
 			return err
 		}
-		n := q.store.lookup(slot)
-		if n == nil {
+		if !q.Remove(slot) {
 			return fmt.Errorf("delete of slot %d, which is empty", slot)
 		}
-		q.remove(slot, n)
 		rq.touch(slot, lsn)
 	case recClear:
 		if err := readQueueOp(&d); err != nil {
@@ -420,67 +394,51 @@ func (r *replayer) logRecord(lsn uint64, rec []byte) error {
 
 // clear replays a Clear, number lsn, on the slots whose copy is older.
 func (rq *replayQueue) clear(lsn uint64) {
-	q := rq.q
 	if lsn > rq.rest && !slices.ContainsFunc(rq.chunks, func(g uint64) bool { return g >= lsn }) {
-		q.clearLocked()
+		rq.q.Clear()
 		return
 	}
-	for slot := uint32(0); slot < q.store.next; slot++ {
-		if n := q.store.at(slot); n.seq != 0 && lsn > rq.guard(slot) {
-			q.remove(slot, n)
+	for slot := uint32(0); slot < rq.q.Next(); slot++ {
+		if lsn > rq.guard(slot) {
+			rq.q.Remove(slot)
 		}
 	}
 }
 
-// restore puts the message n, replayed from its Put, in slot. A slot that
-// is still taken held a message that expired and was purged (the one
-// change the log does not record, since the clock decides it): it goes
-// now.
-func (q *Queue) restore(slot uint32, n node) {
-	p := q.store.allocAt(slot)
-	if p == nil {
-		q.remove(slot, q.store.at(slot))
-		p = q.store.allocAt(slot)
-	}
-	*p = n
-	if n.expires != neverExpires {
-		q.expiry.push(expiryEntry{at: n.expires, slot: slot, stamp: uint32(n.seq)})
-	}
-	q.vis.add(slot, p, n.version == 0)
-	q.count++
+// Replayed is a queue that replay rebuilt: the queue, with its messages
+// placed and indexed, and what the Replayer kept of it.
+type Replayed struct {
+	Queue    Rebuilt
+	QID      uint64
+	Name     string
+	Seq      uint64 // the last insertion sequence handed out
+	Metadata map[string]string
+	Policies []Policy
+	// Journal is the queue's journal, for a Log's queue; nil otherwise.
+	Journal *Queue
 }
 
-// remove deletes the message n in slot, as Delete does.
-func (q *Queue) remove(slot uint32, n *node) {
-	q.vis.remove(n)
-	q.forgetExpiry(n)
-	q.store.release(slot)
-	q.count--
-	q.compactLazy()
+// Result is what the records replayed made: the queues, in no order, and
+// the number of the next queue to create.
+type Result struct {
+	Queues  []Replayed
+	NextQID uint64
+	Records int // log records replayed
 }
 
-// service returns the Service the replayed records made, and what it
-// holds.
-func (r *replayer) service() (*Service, RecoveryStats, error) {
+// Result returns what the records replayed so far made; an error if a
+// checkpoint began and did not end.
+func (r *Replayer) Result() (Result, error) {
 	if r.ckpt == 1 {
-		return nil, RecoveryStats{}, errors.New("the checkpoint has no end record")
+		return Result{}, errors.New("the checkpoint has no end record")
 	}
-	s := &Service{cfg: r.cfg, queues: new(btree.Map[string, *Queue]), nextQID: r.nextQID}
-	var stats RecoveryStats
+	res := Result{NextQID: r.nextQID, Records: r.records}
 	for _, rq := range r.queues {
-		q := rq.q
-		if _, dup := s.queues.Get(q.name); dup {
-			return nil, RecoveryStats{}, fmt.Errorf("two queues named %s", quoteTrunc(q.name))
+		rp := Replayed{Queue: rq.q, QID: rq.qid, Name: rq.name, Seq: rq.seq, Metadata: rq.metadata, Policies: rq.policies}
+		if r.log != nil {
+			rp.Journal = &Queue{log: r.log, qid: rq.qid, chunkHistory: rq.chunkHistory}
 		}
-		q.svc = s
-		q.store.rebuildFree()
-		// Messages that expired while the log was written, or since,
-		// go now, as the next operation would purge them.
-		q.purgeExpired(q.now())
-		s.queues.Set(q.name, q)
-		stats.Queues++
-		stats.Messages += q.count
+		res.Queues = append(res.Queues, rp)
 	}
-	stats.Records = r.records
-	return s, stats, nil
+	return res, nil
 }

@@ -1,4 +1,4 @@
-package azq
+package durable
 
 import (
 	"encoding/binary"
@@ -41,13 +41,17 @@ const (
 	ckptFormat = 1
 )
 
+// MaxPolicies is the most access policies a queue has: the queue's
+// limit, which bounds what a damaged record makes a decoder allocate.
+const MaxPolicies = 5
+
 // enc appends record fields to a buffer.
 type enc []byte
 
 func (e enc) u(v uint64) enc            { return binary.AppendUvarint(e, v) }
 func (e enc) i(v int64) enc             { return binary.AppendVarint(e, v) }
 func (e enc) u64(v uint64) enc          { return binary.LittleEndian.AppendUint64(e, v) }
-func (e enc) id(id MessageID) enc       { return append(e, id[:]...) }
+func (e enc) id(id [16]byte) enc        { return append(e, id[:]...) }
 func (e enc) str(s string) enc          { return append(e.u(uint64(len(s))), s...) }
 func (e enc) op(t byte, qid uint64) enc { return append(e, t).u(qid) }
 
@@ -116,7 +120,7 @@ func (d *dec) u64() uint64 {
 	return v
 }
 
-func (d *dec) id() (id MessageID) {
+func (d *dec) id() (id [16]byte) {
 	if len(d.b) < len(id) {
 		d.fail(errShortRecord)
 		return id
@@ -150,7 +154,7 @@ func (d *dec) done() error {
 // expiry encodes an expiration time relative to the insertion time, 0
 // meaning never.
 func (e enc) expiry(inserted, expires int64) enc {
-	if expires == neverExpires {
+	if expires == NeverExpires {
 		return e.u(0)
 	}
 	return e.u(uint64(expires-inserted) + 1)
@@ -159,11 +163,11 @@ func (e enc) expiry(inserted, expires int64) enc {
 func (d *dec) expiry(inserted int64) int64 {
 	v := d.u()
 	if v == 0 {
-		return neverExpires
+		return NeverExpires
 	}
-	if v-1 > uint64(neverExpires-inserted) {
+	if v-1 > uint64(NeverExpires-inserted) {
 		d.fail(errors.New("expiration time is out of range"))
-		return neverExpires
+		return NeverExpires
 	}
 	return inserted + int64(v-1)
 }
@@ -216,7 +220,7 @@ func (d *dec) time() time.Time {
 	return time.Time{}
 }
 
-func (e enc) policies(ps []AccessPolicy) enc {
+func (e enc) policies(ps []Policy) enc {
 	e = e.u(uint64(len(ps)))
 	for _, p := range ps {
 		e = e.str(p.ID).time(p.Start).time(p.Expiry).str(p.Permission)
@@ -224,15 +228,15 @@ func (e enc) policies(ps []AccessPolicy) enc {
 	return e
 }
 
-func (d *dec) policies() []AccessPolicy {
+func (d *dec) policies() []Policy {
 	n := d.u()
-	if n > MaxAccessPolicies {
+	if n > MaxPolicies {
 		d.fail(fmt.Errorf("%d access policies", n))
 		return nil
 	}
-	var ps []AccessPolicy
+	var ps []Policy
 	for ; n > 0 && d.err == nil; n-- {
-		ps = append(ps, AccessPolicy{ID: d.str(), Start: d.time(), Expiry: d.time(), Permission: d.str()})
+		ps = append(ps, Policy{ID: d.str(), Start: d.time(), Expiry: d.time(), Permission: d.str()})
 	}
 	return ps
 }
@@ -268,50 +272,50 @@ func readMetadata(d *dec) (map[string]string, error) {
 	return md, d.done()
 }
 
-func appendPolicies(b []byte, qid uint64, ps []AccessPolicy) []byte {
+func appendPolicies(b []byte, qid uint64, ps []Policy) []byte {
 	return enc(b).op(recPolicies, qid).policies(ps)
 }
 
-func readPolicies(d *dec) ([]AccessPolicy, error) {
+func readPolicies(d *dec) ([]Policy, error) {
 	ps := d.policies()
 	return ps, d.done()
 }
 
-// appendPut records the message n in slot: a Put in the log, and a
-// message of a checkpoint, which is the Put that would make it. The
-// fields are the slot, the insertion sequence, the ID, the insertion
-// time, the next-visible and expiration times relative to it, the receipt
-// tag, the dequeue count, the receipt version and the content.
-func appendPut(b []byte, qid uint64, slot uint32, n *node) []byte {
-	return enc(b).op(recPut, qid).u(uint64(slot)).u(n.seq).id(n.id).i(n.inserted).i(n.visible-n.inserted).
-		expiry(n.inserted, n.expires).u64(n.tag).u(uint64(n.dequeues)).u(uint64(n.version)).str(n.content)
+// appendPut records the message m: a Put in the log, and a message of a
+// checkpoint, which is the Put that would make it. The fields are the
+// slot, the insertion sequence, the ID, the insertion time, the
+// next-visible and expiration times relative to it, the receipt tag, the
+// dequeue count, the receipt version and the content.
+func appendPut(b []byte, qid uint64, m *Message) []byte {
+	return enc(b).op(recPut, qid).u(uint64(m.Slot)).u(m.Seq).id(m.ID).i(m.Inserted).i(m.Visible-m.Inserted).
+		expiry(m.Inserted, m.Expires).u64(m.Tag).u(uint64(m.Dequeues)).u(uint64(m.Version)).str(m.Content)
 }
 
-func readPut(d *dec) (slot uint32, n node, err error) {
-	slot = d.u32()
-	n.seq = d.u()
-	n.id = d.id()
-	n.inserted = d.i()
+func readPut(d *dec) (m Message, err error) {
+	m.Slot = d.u32()
+	m.Seq = d.u()
+	m.ID = d.id()
+	m.Inserted = d.i()
 	vis := d.i()
-	n.expires = d.expiry(n.inserted)
-	n.tag = d.u64()
+	m.Expires = d.expiry(m.Inserted)
+	m.Tag = d.u64()
 	dq := d.u()
-	n.version = d.u32()
-	n.content = d.str()
+	m.Version = d.u32()
+	m.Content = d.str()
 	if err := d.done(); err != nil {
-		return 0, node{}, err
+		return Message{}, err
 	}
-	visible, ok := addInt64(n.inserted, vis)
+	visible, ok := addInt64(m.Inserted, vis)
 	switch {
 	case !ok:
-		return 0, node{}, errors.New("next-visible time is out of range")
-	case n.seq == 0:
-		return 0, node{}, errors.New("insertion sequence 0")
+		return Message{}, errors.New("next-visible time is out of range")
+	case m.Seq == 0:
+		return Message{}, errors.New("insertion sequence 0")
 	case dq > math.MaxInt32:
-		return 0, node{}, fmt.Errorf("dequeue count %d is out of range", dq)
+		return Message{}, fmt.Errorf("dequeue count %d is out of range", dq)
 	}
-	n.visible, n.dequeues = visible, int32(dq)
-	return slot, n, nil
+	m.Visible, m.Dequeues = visible, int32(dq)
+	return m, nil
 }
 
 // addInt64 returns a+b and whether it did not overflow.
@@ -320,25 +324,17 @@ func addInt64(a, b int64) (int64, bool) {
 	return s, (s > a) == (b > 0)
 }
 
-// getEntry is what a Get record holds of each message it took.
-type getEntry struct {
-	slot     uint32
-	dequeues int32
-	version  uint32
-	tag      uint64
-}
-
-func appendGet(b []byte, qid uint64, visible int64, msgs []Message) []byte {
-	e := enc(b).op(recGet, qid).i(visible).u(uint64(len(msgs)))
-	for i := range msgs {
-		r := msgs[i].PopReceipt
-		e = e.u(uint64(r.slotNo)).u(uint64(msgs[i].DequeueCount)).u(uint64(r.version)).u64(r.tag)
+func appendGet(b []byte, qid uint64, visible int64, taken []Taken) []byte {
+	e := enc(b).op(recGet, qid).i(visible).u(uint64(len(taken)))
+	for i := range taken {
+		t := &taken[i]
+		e = e.u(uint64(t.Slot)).u(uint64(t.Dequeues)).u(uint64(t.Version)).u64(t.Tag)
 	}
 	return e
 }
 
 // readGet reads a Get record, calling fn with each message taken.
-func readGet(d *dec, fn func(visible int64, g getEntry) error) error {
+func readGet(d *dec, fn func(visible int64, t Taken) error) error {
 	visible := d.i()
 	cnt := d.u()
 	if cnt > uint64(len(d.b)) {
@@ -352,7 +348,7 @@ func readGet(d *dec, fn func(visible int64, g getEntry) error) error {
 		if dq > math.MaxInt32 {
 			return fmt.Errorf("dequeue count %d is out of range", dq)
 		}
-		if err := fn(visible, getEntry{slot, int32(dq), ver, tag}); err != nil {
+		if err := fn(visible, Taken{slot, int32(dq), ver, tag}); err != nil {
 			return err
 		}
 	}
@@ -370,12 +366,15 @@ type updateRec struct {
 	content    string
 }
 
-func appendUpdate(b []byte, qid uint64, slot uint32, n *node, content *string) []byte {
-	e := enc(b).op(recUpdate, qid).u(uint64(slot)).i(n.visible).u(uint64(n.version)).u64(n.tag)
-	if content == nil {
+// appendUpdate records an Update of the message in slot, which left it
+// visible at visible with receipt version and tag, and, if hasContent,
+// content.
+func appendUpdate(b []byte, qid uint64, slot uint32, visible int64, version uint32, tag uint64, hasContent bool, content string) []byte {
+	e := enc(b).op(recUpdate, qid).u(uint64(slot)).i(visible).u(uint64(version)).u64(tag)
+	if !hasContent {
 		return append(e, 0)
 	}
-	return append(e, 1).str(*content)
+	return append(e, 1).str(content)
 }
 
 func readUpdate(d *dec) (updateRec, error) {
@@ -421,25 +420,16 @@ func readCkptService(d *dec) (nextQID uint64, err error) {
 	return nextQID, d.done()
 }
 
-// ckptQueue is the state of a queue, apart from its messages, as of
-// record lsn.
-type ckptQueue struct {
-	qid      uint64
-	name     string
-	seq      uint64
-	next     uint32 // the slot store's next new slot
-	metadata map[string]string
-	policies []AccessPolicy
-	lsn      uint64
+// appendCkptQueue records the state of a queue, apart from its messages,
+// as of record lsn.
+func appendCkptQueue(b []byte, h *Header, lsn uint64) []byte {
+	return enc(b).op(recCkptQueue, h.QID).str(h.Name).u(h.Seq).u(uint64(h.Next)).metadata(h.Metadata).policies(h.Policies).u(lsn)
 }
 
-func appendCkptQueue(b []byte, q *ckptQueue) []byte {
-	return enc(b).op(recCkptQueue, q.qid).str(q.name).u(q.seq).u(uint64(q.next)).metadata(q.metadata).policies(q.policies).u(q.lsn)
-}
-
-func readCkptQueue(d *dec, qid uint64) (ckptQueue, error) {
-	q := ckptQueue{qid: qid, name: d.str(), seq: d.u(), next: d.u32(), metadata: d.metadata(), policies: d.policies(), lsn: d.u()}
-	return q, d.done()
+func readCkptQueue(d *dec, qid uint64) (h Header, lsn uint64, err error) {
+	h = Header{QID: qid, Name: d.str(), Seq: d.u(), Next: d.u32(), Metadata: d.metadata(), Policies: d.policies()}
+	lsn = d.u()
+	return h, lsn, d.done()
 }
 
 func appendCkptChunk(b []byte, qid uint64, chunk uint32, lsn uint64) []byte {

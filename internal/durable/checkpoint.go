@@ -1,4 +1,4 @@
-package azq
+package durable
 
 import (
 	"fmt"
@@ -9,7 +9,16 @@ import (
 	"time"
 )
 
-// A checkpoint is written off the request path by the Service's
+// A checkpoint copies a queue's slots a chunk of 1 << chunkShift at a
+// time, and an incremental one refers to the chunks not changed since an
+// older one copied them. The chunk is the checkpoint's unit, part of the
+// format (the chunk records number them), not the slot store's.
+const (
+	chunkShift = 12
+	chunkSize  = 1 << chunkShift
+)
+
+// A checkpoint is written off the request path by the Log's
 // checkpointer goroutine, and no operation waits for more than a brief
 // lock:
 //
@@ -51,78 +60,89 @@ import (
 // and no later one writes much more than the chunks that changed. The
 // log's records name the slots they
 // change, and each is appended under its queue's lock, so the LSN of the
-// last one that touched each chunk is known (queueLog.changed). The one
+// last one that touched each chunk is known (chunkHistory.changed). The one
 // change the log does not record, a purge of expired messages, cannot
 // make a chunk's old copy wrong but in its expired messages, which
 // recovery purges again.
 
-// recordSink takes encoded records: a checkpoint file, or a backup.
-type recordSink interface {
+// Sink takes encoded records: a checkpoint file, or a backup.
+type Sink interface {
 	Append(rec []byte) error
 }
 
 // writeCheckpoint writes a checkpoint and returns the log record up to
-// which it holds the state.
-func (s *Service) writeCheckpoint() (uint64, error) {
-	d := s.dur
-	if err := d.log.Prepare(); err != nil {
-		return 0, fmt.Errorf("azq: %s: preparing the next log segment: %w", d.dir, err)
+// which it holds the state. final reports an error after which no
+// checkpoint will do: the Service failed or is closing.
+func (l *Log) writeCheckpoint() (base uint64, final bool, err error) {
+	if err := l.log.Prepare(); err != nil {
+		return 0, false, fmt.Errorf("azq: %s: preparing the next log segment: %w", l.dir, err)
 	}
-	s.mu.Lock()
-	if s.failure != nil || s.closed {
-		s.mu.Unlock()
-		return 0, s.closedErr()
-	}
-	gen, base, err := d.log.Rotate()
-	var qs []*Queue
-	s.queues.Scan(func(_ string, q *Queue) bool { qs = append(qs, q); return true })
-	nextQID := s.nextQID
-	s.mu.Unlock()
+	var (
+		gen    uint64
+		rotErr error
+	)
+	qs, nextQID, err := l.host.Queues(func() { gen, base, rotErr = l.log.Rotate() })
 	if err != nil {
-		return 0, d.storageErr(err)
+		return 0, true, err
+	}
+	if rotErr != nil {
+		return 0, true, l.storageErr(rotErr)
 	}
 	// The older checkpoints this one may refer to: those holding the
 	// copies that the queues' chunks refer to now, unless that is too
 	// many, and then none.
-	d.mu.Lock()
-	deps := slices.Clone(d.copyGens)
-	d.mu.Unlock()
-	cw, err := d.log.CreateCheckpoint(gen, base, deps...)
+	l.mu.Lock()
+	deps := slices.Clone(l.copyGens)
+	l.mu.Unlock()
+	cw, err := l.log.CreateCheckpoint(gen, base, deps...)
 	if err != nil {
-		return 0, fmt.Errorf("azq: %s: creating a checkpoint: %w", d.dir, err)
+		return 0, false, fmt.Errorf("azq: %s: creating a checkpoint: %w", l.dir, err)
 	}
 	inc := &increment{gen: gen, deps: deps}
 	if len(deps) > maxCheckpointDeps {
 		inc.migrate = deps[0]
 		inc.budget = max(minMigrate, (countCopies(qs, deps[0])+migrateShare-1)/migrateShare)
 	}
-	var sink recordSink = cw
-	if d.testSink != nil {
-		sink = d.testSink(cw)
+	var sink Sink = cw
+	if l.testSink != nil {
+		sink = l.testSink(cw)
 	}
-	if err := copyState(sink, qs, nextQID, d.log.LastLSN, d.testSink == nil, inc); err != nil {
+	if err := copyState(sink, qs, nextQID, l.log.LastLSN, l.testSink == nil, inc); err != nil {
 		cw.Abort()
-		return 0, fmt.Errorf("azq: %s: writing a checkpoint: %w", d.dir, err)
+		return 0, false, fmt.Errorf("azq: %s: writing a checkpoint: %w", l.dir, err)
 	}
 	if err := cw.Commit(); err != nil {
-		if e := d.storageErr(err); e != err {
-			return 0, e
+		if e := l.storageErr(err); e != err {
+			return 0, isFinal(err), e
 		}
-		return 0, fmt.Errorf("azq: %s: committing a checkpoint: %w", d.dir, err)
+		return 0, false, fmt.Errorf("azq: %s: committing a checkpoint: %w", l.dir, err)
 	}
-	d.adoptCopies(qs, inc)
-	return base, nil
+	l.adoptCopies(qs, inc)
+	return base, false, nil
 }
 
 // Past maxCheckpointDeps older checkpoints to depend on, a checkpoint
 // copies again one migrateShare of the chunks whose copies the oldest
 // holds (at least minMigrate of them). Variables, so that tests can make
-// them small.
+// them small (SetMigration).
 var (
 	maxCheckpointDeps = 32
 	migrateShare      = 32
 	minMigrate        = 4
 )
+
+// MaxCheckpointDeps returns how many older checkpoints a checkpoint
+// depends on before it copies again the chunks of the oldest.
+func MaxCheckpointDeps() int { return maxCheckpointDeps }
+
+// SetMigration sets maxCheckpointDeps, migrateShare and minMigrate, and
+// returns a function that sets the previous values back. Tests make them
+// small, so that a few checkpoints copy an older one's chunks again.
+func SetMigration(maxDeps, share, least int) (undo func()) {
+	d, s, m := maxCheckpointDeps, migrateShare, minMigrate
+	maxCheckpointDeps, migrateShare, minMigrate = maxDeps, share, least
+	return func() { maxCheckpointDeps, migrateShare, minMigrate = d, s, m }
+}
 
 // increment is what an incremental checkpoint may refer to, and what it
 // copied.
@@ -138,24 +158,24 @@ type increment struct {
 
 // countCopies counts the chunks of the queues qs whose copy checkpoint gen
 // holds.
-func countCopies(qs []*Queue, gen uint64) int {
+func countCopies(qs []QueueState, gen uint64) int {
 	n := 0
 	for _, q := range qs {
-		q.mu.Lock()
-		if q.wal != nil {
-			for _, cp := range q.wal.copies {
+		q.Lock()
+		if j := q.Journal(); j != nil {
+			for _, cp := range j.copies {
 				if cp.gen == gen {
 					n++
 				}
 			}
 		}
-		q.mu.Unlock()
+		q.Unlock()
 	}
 	return n
 }
 
 type copied struct {
-	q     *Queue
+	q     QueueState
 	chunk uint32
 	lsn   uint64
 }
@@ -163,52 +183,51 @@ type copied struct {
 // adoptCopies makes the chunks a committed checkpoint copied the ones the
 // next checkpoint refers to, and records which checkpoints hold the copies
 // referred to now.
-func (d *durable) adoptCopies(qs []*Queue, inc *increment) {
+func (l *Log) adoptCopies(qs []QueueState, inc *increment) {
 	for _, c := range inc.copied {
-		c.q.mu.Lock()
-		if c.q.wal != nil {
-			c.q.wal.setCopy(c.chunk, chunkCopy{gen: inc.gen, lsn: c.lsn})
+		c.q.Lock()
+		if j := c.q.Journal(); j != nil {
+			j.setCopy(c.chunk, chunkCopy{gen: inc.gen, lsn: c.lsn})
 		}
-		c.q.mu.Unlock()
+		c.q.Unlock()
 	}
 	gens := map[uint64]bool{}
 	for _, q := range qs {
-		q.mu.Lock()
-		if q.wal != nil && !q.closed {
-			q.wal.addGens(gens)
+		q.Lock()
+		if j := q.Journal(); j != nil && !q.Closed() {
+			j.addGens(gens)
 		}
-		q.mu.Unlock()
+		q.Unlock()
 	}
-	d.mu.Lock()
-	d.copyGens = slices.Sorted(maps.Keys(gens))
-	d.mu.Unlock()
+	l.mu.Lock()
+	l.copyGens = slices.Sorted(maps.Keys(gens))
+	l.mu.Unlock()
 }
 
 // copyState writes a fuzzy checkpoint of the queues qs to sink, reading
 // the log's last LSN with lsn while each part is locked.
 // With inc, the checkpoint is incremental (see increment).
-func copyState(sink recordSink, qs []*Queue, nextQID uint64, lsn func() uint64, pace bool, inc *increment) error {
-	c := &copier{sink: sink, pace: pace, inc: inc, worked: time.Now(), nodes: make([]node, 0, chunkSize), slots: make([]uint32, 0, chunkSize)}
+func copyState(sink Sink, qs []QueueState, nextQID uint64, lsn func() uint64, pace bool, inc *increment) error {
+	c := &copier{sink: sink, pace: pace, inc: inc, worked: time.Now(), msgs: make([]Message, 0, chunkSize)}
 	c.emit(appendCkptService(c.b[:0], nextQID))
 	for _, q := range qs {
 		c.copyQueue(q, lsn)
 	}
-	c.emit(appendCkptEnd(c.b[:0], c.queues, c.msgs))
-	clear(c.nodes[:cap(c.nodes)]) // drop the last contents for the garbage collector
+	c.emit(appendCkptEnd(c.b[:0], c.queues, c.total))
+	clear(c.msgs[:cap(c.msgs)]) // drop the last contents for the garbage collector
 	return c.err
 }
 
 // copier encodes a checkpoint; its buffers are reused from chunk to chunk.
 type copier struct {
-	sink         recordSink
-	pace         bool       // rest as long as it worked (see rest)
-	inc          *increment // nil: copy every chunk
-	worked       time.Time  // the end of the last rest
-	b            []byte
-	nodes        []node
-	slots        []uint32
-	queues, msgs int
-	err          error
+	sink          Sink
+	pace          bool       // rest as long as it worked (see rest)
+	inc           *increment // nil: copy every chunk
+	worked        time.Time  // the end of the last rest
+	b             []byte
+	msgs          []Message // the chunk's
+	queues, total int
+	err           error
 }
 
 func (c *copier) emit(rec []byte) {
@@ -223,26 +242,27 @@ func (c *copier) emit(rec []byte) {
 // where it was, with the chunks it did not reach marked as holding every
 // record (so replay skips what the log has of them): its deletion, which
 // the log holds, removes it when replayed.
-func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
+func (c *copier) copyQueue(q QueueState, lsn func() uint64) {
+	var hdr Header
 	for chunk := uint32(0); c.err == nil; chunk++ {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
+		q.Lock()
+		if q.Closed() {
+			q.Unlock()
 			if chunk > 0 {
-				c.emit(appendCkptQueueEnd(c.b[:0], q.qid, chunk, math.MaxUint64))
+				c.emit(appendCkptQueueEnd(c.b[:0], hdr.QID, chunk, math.MaxUint64))
 			}
 			return
 		}
 		at := lsn()
-		var hdr ckptQueue
 		if chunk == 0 {
-			hdr = ckptQueue{qid: q.qid, name: q.name, seq: q.seq, next: q.store.next, metadata: q.metadata, policies: q.policies, lsn: at}
+			hdr = q.Header()
 		}
+		next := q.Next()
 		lo := chunk << chunkShift
-		end := lo >= q.store.next
+		end := lo >= next
 		ref, isRef := chunkCopy{}, false
-		if !end && c.inc != nil && q.wal != nil {
-			if cp, ok := q.wal.copyOf(chunk); ok && slices.Contains(c.inc.deps, cp.gen) {
+		if j := q.Journal(); !end && c.inc != nil && j != nil {
+			if cp, ok := j.copyOf(chunk); ok && slices.Contains(c.inc.deps, cp.gen) {
 				ref, isRef = cp, true
 				if cp.gen == c.inc.migrate && c.inc.budget > 0 {
 					c.inc.budget--
@@ -251,21 +271,21 @@ func (c *copier) copyQueue(q *Queue, lsn func() uint64) {
 			}
 		}
 		if !end && !isRef {
-			c.copyChunkLocked(q, lo)
+			c.msgs = q.AppendMessages(c.msgs[:0], lo, min(next, lo+chunkSize))
 		}
-		q.mu.Unlock()
+		q.Unlock()
 		if chunk == 0 {
-			c.emit(appendCkptQueue(c.b[:0], &hdr))
+			c.emit(appendCkptQueue(c.b[:0], &hdr, at))
 			c.queues++
 		}
 		switch {
 		case end:
-			c.emit(appendCkptQueueEnd(c.b[:0], q.qid, chunk, at))
+			c.emit(appendCkptQueueEnd(c.b[:0], hdr.QID, chunk, at))
 			return
 		case isRef:
-			c.emit(appendCkptChunkRef(c.b[:0], q.qid, chunk, ref.gen, ref.lsn))
+			c.emit(appendCkptChunkRef(c.b[:0], hdr.QID, chunk, ref.gen, ref.lsn))
 		default:
-			c.emitChunk(q.qid, chunk, at)
+			c.emitChunk(hdr.QID, chunk, at)
 			if c.inc != nil {
 				c.inc.copied = append(c.inc.copied, copied{q, chunk, at})
 			}
@@ -286,25 +306,12 @@ func (c *copier) rest() {
 	c.worked = time.Now()
 }
 
-// copyChunkLocked copies the messages of the chunk of q starting at slot
-// lo. q.mu must be held.
-func (c *copier) copyChunkLocked(q *Queue, lo uint32) {
-	c.nodes, c.slots = c.nodes[:0], c.slots[:0]
-	hi := min(q.store.next, lo+chunkSize)
-	for slot := lo; slot < hi; slot++ {
-		if n := q.store.at(slot); n.seq != 0 {
-			c.nodes = append(c.nodes, *n)
-			c.slots = append(c.slots, slot)
-		}
-	}
-}
-
 // emitChunk writes the chunk record and the messages copied.
 func (c *copier) emitChunk(qid uint64, chunk uint32, at uint64) {
 	c.emit(appendCkptChunk(c.b[:0], qid, chunk, at))
-	for i := range c.nodes {
-		c.emit(appendPut(c.b[:0], qid, c.slots[i], &c.nodes[i]))
+	for i := range c.msgs {
+		c.emit(appendPut(c.b[:0], qid, &c.msgs[i]))
 	}
-	c.msgs += len(c.nodes)
+	c.total += len(c.msgs)
 	c.rest()
 }

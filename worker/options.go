@@ -173,9 +173,9 @@ type Options struct {
 	// worker follows it, but the interval between polls is the worker's
 	// own: when the source's clock is not the real one (the mock clock of
 	// an azq queue or of azq's test server), a poll wait, and the settle
-	// window, also end once as long has passed in real time. So a worker on a mock clock that
-	// nobody moves still polls, and a test that moves it wakes the worker
-	// at once, as before.
+	// window, also end once as long has passed in real time. So a worker
+	// on a mock clock that nobody moves still polls, and a test that
+	// moves it wakes the worker at once, as before.
 	Clock clock.Clock
 	// Rand is the jitter source of the poll back-off; only the fetching
 	// goroutine uses it. Default: a generator seeded at random.

@@ -98,6 +98,12 @@ func DeleteBatch(ctx context.Context, q MessageQueue, reqs []DeleteRequest) ([]e
 	return errs, nil
 }
 
+// CheckBatchSize refuses a batch of n items if n is more than
+// MaxBatchSize, with the ErrOutOfRange that PutBatch and DeleteBatch
+// answer then. A back end's own batch calls it, so that every back end
+// refuses an oversized batch alike.
+func CheckBatchSize(n int) error { return checkBatchSize(n) }
+
 // checkBatchSize refuses a batch of more than MaxBatchSize items, as a
 // Get of more than 32 messages is refused.
 func checkBatchSize(n int) error {

@@ -262,7 +262,7 @@ func BenchmarkBatch(b *testing.B) {
 func BenchmarkGetDelete32(b *testing.B) {
 	for _, depth := range []int{0, 1e6} {
 		queue := prefilled(depth)
-		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) { benchGetDelete32(b, queue, false) })
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) { benchGetDelete32(b, queue, false, false) })
 	}
 }
 
@@ -271,11 +271,59 @@ func BenchmarkGetDelete32(b *testing.B) {
 func BenchmarkAppendGetDelete32(b *testing.B) {
 	for _, depth := range []int{0, 1e6} {
 		queue := prefilled(depth)
-		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) { benchGetDelete32(b, queue, true) })
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) { benchGetDelete32(b, queue, true, false) })
 	}
 }
 
-func benchGetDelete32(b *testing.B, queue func(*testing.B) *Queue, reuse bool) {
+// BenchmarkAppendGetDeleteBatch32 is BenchmarkAppendGetDelete32 with one
+// DeleteBatch of the 32 messages in place of 32 Deletes; ns/op is per
+// message.
+func BenchmarkAppendGetDeleteBatch32(b *testing.B) {
+	for _, depth := range []int{0, 1e6} {
+		queue := prefilled(depth)
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) { benchGetDelete32(b, queue, true, true) })
+	}
+}
+
+// BenchmarkBatchCycle32 is BenchmarkBatch in batches: one PutBatch of 32,
+// one AppendGet(32) into a kept buffer and one DeleteBatch of the 32;
+// ns/op is per message.
+func BenchmarkBatchCycle32(b *testing.B) {
+	for _, depth := range []int{0, 1e6} {
+		queue := prefilled(depth)
+		b.Run(fmt.Sprintf("queued=%d", depth), func(b *testing.B) {
+			ctx := context.Background()
+			q := queue(b)
+			puts := make([]PutRequest, 32)
+			for i := range puts {
+				puts[i].Content = payload16
+			}
+			dels := make([]DeleteRequest, 32)
+			buf := make([]Message, 0, 32)
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += 32 {
+				if _, err := q.PutBatch(ctx, puts); err != nil {
+					b.Fatal(err)
+				}
+				ms, err := q.AppendGet(ctx, buf[:0], 32, DefaultVisibilityTimeout)
+				if err != nil || len(ms) != 32 {
+					b.Fatal(err, len(ms))
+				}
+				for j, m := range ms {
+					dels[j] = DeleteRequest{m.ID, m.PopReceipt}
+				}
+				errs, err := q.DeleteBatch(ctx, dels)
+				if err != nil || errs[0] != nil {
+					b.Fatal(err, errs)
+				}
+			}
+		})
+	}
+}
+
+func benchGetDelete32(b *testing.B, queue func(*testing.B) *Queue, reuse, batch bool) {
 	ctx := context.Background()
 	q := queue(b)
 	refill := func() {
@@ -285,7 +333,24 @@ func benchGetDelete32(b *testing.B, queue func(*testing.B) *Queue, reuse bool) {
 			}
 		}
 	}
+	dels := make([]DeleteRequest, 0, 32)
 	deleteAll := func(ms []Message) {
+		if batch {
+			dels = dels[:0]
+			for _, m := range ms {
+				dels = append(dels, DeleteRequest{m.ID, m.PopReceipt})
+			}
+			errs, err := q.DeleteBatch(ctx, dels)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			return
+		}
 		for _, m := range ms {
 			if err := q.Delete(ctx, m.ID, m.PopReceipt); err != nil {
 				b.Fatal(err)

@@ -435,6 +435,21 @@ func (j *queueJournal) update(slot uint32, n *node, content bool) uint64 {
 
 func (j *queueJournal) delete(slot uint32) uint64 { return j.dq().Delete(slot) }
 
+func (j *queueJournal) batchPut(slot uint32, n *node) {
+	m := durableMessage(slot, n)
+	j.dq().AddPut(&m)
+}
+
+func (j *queueJournal) putBatch() uint64 { return j.dq().PutBatch() }
+
+func (j *queueJournal) batchDelete(slot uint32) { j.dq().AddDelete(slot) }
+
+func (j *queueJournal) deleteBatch() uint64 { return j.dq().DeleteBatch() }
+
+// maxDurableBatchContent is the most content a durable queue's PutBatch
+// puts, all its messages together: what one log record holds.
+const maxDurableBatchContent = durable.MaxBatchContent
+
 func (j *queueJournal) clear() uint64 { return j.dq().Clear() }
 
 func (j *queueJournal) deleteQueue() uint64 { return j.dq().DeleteQueue() }

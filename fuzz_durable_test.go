@@ -35,6 +35,9 @@ func durableSeeds(tb testing.TB) (log, backup [][]byte) {
 		q.Update(ctx, got[0].ID, got[0].PopReceipt, 0, &c)
 	}
 	q.Delete(ctx, m1.ID, m1.PopReceipt)
+	if res, err := q.PutBatch(ctx, []PutRequest{{Content: "b1"}, {Content: "b2", Options: &PutOptions{TimeToLive: NeverExpires}}}); err == nil {
+		q.DeleteBatch(ctx, []DeleteRequest{{res[0].Message.ID, res[0].Message.PopReceipt}})
+	}
 	other, _, _ := s.CreateQueue(ctx, "other", nil)
 	other.Put(ctx, "x", nil)
 	other.Clear(ctx)

@@ -19,6 +19,14 @@ type journal interface {
 	// one by one so that no slice of the caller's reaches the journal.
 	take(slot uint32, n *node)
 	get(visible int64) uint64
+	// batchPut gathers a message that PutBatch put into slot, and
+	// putBatch records the batch's Puts as one record, so that a crash
+	// keeps all of them or none; batchDelete and deleteBatch do the same
+	// for DeleteBatch's deletions.
+	batchPut(slot uint32, n *node)
+	putBatch() uint64
+	batchDelete(slot uint32)
+	deleteBatch() uint64
 	// update records an Update that left the message n in slot as it is
 	// now, with new content if content is set.
 	update(slot uint32, n *node, content bool) uint64

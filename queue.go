@@ -166,26 +166,8 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 	if err := q.lock(ctx, now); err != nil {
 		return Message{}, err
 	}
-	slot, n := q.store.alloc()
-	q.seq++
-	n.content = content
-	binary.LittleEndian.PutUint64(n.id[0:8], q.rng.Uint64())
-	binary.LittleEndian.PutUint64(n.id[8:16], q.rng.Uint64())
-	n.id[6] = n.id[6]&0x0f | 0x40 // UUID version 4
-	n.id[8] = n.id[8]&0x3f | 0x80 // RFC 4122 variant
-	n.inserted = now
-	n.visible = addNanos(now, o.VisibilityTimeout)
-	n.expires = neverExpires
-	if ttl != NeverExpires {
-		n.expires = addNanos(now, ttl)
-		q.expiry.push(expiryEntry{at: n.expires, slot: slot, stamp: uint32(q.seq)})
-	}
-	n.seq = q.seq
-	n.tag = newTag(q.rng)
-	q.vis.add(slot, n, true)
-	q.count++
 	var m Message
-	n.setMessage(&m, newReceipt(slot, n.version, n.tag))
+	slot, n := q.insert(now, content, o.VisibilityTimeout, ttl, &m)
 	q.visibleSoon(n.visible, now)
 	var lsn uint64
 	if q.j != nil {
@@ -195,6 +177,33 @@ func (q *Queue) Put(ctx context.Context, content string, opts *PutOptions) (Mess
 		return Message{}, err
 	}
 	return m, nil
+}
+
+// insert adds a message put at now, whose options checkPut accepted, and
+// fills m with what Put returns of it. q.mu must be held and expired
+// messages purged; the caller wakes waiting Receive calls (visibleSoon)
+// and records the change.
+func (q *Queue) insert(now int64, content string, visibility, ttl time.Duration, m *Message) (uint32, *node) {
+	slot, n := q.store.alloc()
+	q.seq++
+	n.content = content
+	binary.LittleEndian.PutUint64(n.id[0:8], q.rng.Uint64())
+	binary.LittleEndian.PutUint64(n.id[8:16], q.rng.Uint64())
+	n.id[6] = n.id[6]&0x0f | 0x40 // UUID version 4
+	n.id[8] = n.id[8]&0x3f | 0x80 // RFC 4122 variant
+	n.inserted = now
+	n.visible = addNanos(now, visibility)
+	n.expires = neverExpires
+	if ttl != NeverExpires {
+		n.expires = addNanos(now, ttl)
+		q.expiry.push(expiryEntry{at: n.expires, slot: slot, stamp: uint32(q.seq)})
+	}
+	n.seq = q.seq
+	n.tag = newTag(q.rng)
+	q.vis.add(slot, n, true)
+	q.count++
+	n.setMessage(m, newReceipt(slot, n.version, n.tag))
+	return slot, n
 }
 
 // Get takes up to n visible messages (1 to 32) off the front of the queue

@@ -3,7 +3,9 @@ package azq
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,6 +122,18 @@ type ackBook struct {
 	queueMayGo  map[string]bool // a deletion was begun
 	queueMayBe  map[string]bool // a creation was begun
 	acks, fails int
+	// The batches that failed, whose items a crash must keep all of or
+	// none of: a PutBatch's contents, by queue, and a DeleteBatch's
+	// messages.
+	failedPuts    []failedPutBatch
+	failedDeletes [][]MessageID
+}
+
+// failedPutBatch is a PutBatch that failed: its queue and its items'
+// contents, which no other Put uses.
+type failedPutBatch struct {
+	queue    string
+	contents []string
 }
 
 const crashQueueCount = 3
@@ -185,7 +199,7 @@ func crashCheck(t *testing.T, seed uint64, mutate func(*vfs.MemFS), opts ...Dura
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			crashWorker(s, book, rand.New(rand.NewPCG(seed, uint64(w))))
+			crashWorker(s, book, w, rand.New(rand.NewPCG(seed, uint64(w))))
 		}()
 	}
 	wg.Add(1)
@@ -229,15 +243,22 @@ func crashCheck(t *testing.T, seed uint64, mutate func(*vfs.MemFS), opts ...Dura
 	return res
 }
 
-// crashWorker puts, gets, updates and deletes messages on the work queues
-// until an operation fails (the power is cut) or it has done 300.
-func crashWorker(s *Service, book *ackBook, rng *rand.Rand) {
+// crashWorker, worker number w, puts, gets, updates and deletes messages
+// on the work queues, one at a time and in batches, until an operation
+// fails (the power is cut) or it has done 300.
+func crashWorker(s *Service, book *ackBook, w int, rng *rand.Rand) {
 	ctx := context.Background()
 	for i := 0; i < 300; i++ {
 		name := fmt.Sprintf("work%d", rng.IntN(crashQueueCount))
 		q, err := s.Queue(name)
 		if err != nil {
 			return
+		}
+		if rng.IntN(6) == 0 {
+			if !crashPutBatch(ctx, q, book, w, i, rng) {
+				return
+			}
+			continue
 		}
 		if rng.IntN(2) == 0 {
 			content := fmt.Sprintf("m%d-%s", i, strings.Repeat("x", rng.IntN(200)))
@@ -276,6 +297,12 @@ func crashWorker(s *Service, book *ackBook, rng *rand.Rand) {
 			book.acks++
 		}
 		book.mu.Unlock()
+		if len(msgs) > 1 && rng.IntN(3) == 0 {
+			if !crashDeleteBatch(ctx, q, book, msgs) {
+				return
+			}
+			continue
+		}
 		for _, m := range msgs {
 			book.mu.Lock()
 			a := book.msgs[m.ID]
@@ -306,6 +333,73 @@ func crashWorker(s *Service, book *ackBook, rng *rand.Rand) {
 			book.mu.Unlock()
 		}
 	}
+}
+
+// crashPutBatch puts a batch of 2 to 8 messages, with contents no other
+// Put uses, books them once acknowledged and the batch if it failed, and
+// reports whether it was acknowledged.
+func crashPutBatch(ctx context.Context, q *Queue, book *ackBook, w, i int, rng *rand.Rand) bool {
+	name := q.Name()
+	reqs := make([]PutRequest, 2+rng.IntN(7))
+	contents := make([]string, len(reqs))
+	for j := range reqs {
+		contents[j] = fmt.Sprintf("batch%d-%d-%d-%s", w, i, j, strings.Repeat("y", rng.IntN(200)))
+		reqs[j] = PutRequest{Content: contents[j], Options: &PutOptions{TimeToLive: NeverExpires}}
+	}
+	book.mu.Lock()
+	book.puts[name] += len(reqs)
+	book.mu.Unlock()
+	res, err := q.PutBatch(ctx, reqs)
+	book.mu.Lock()
+	defer book.mu.Unlock()
+	if err != nil {
+		book.failedPuts = append(book.failedPuts, failedPutBatch{name, contents})
+		return false
+	}
+	for j, r := range res {
+		if r.Err != nil {
+			panic(fmt.Sprintf("PutBatch item %d: %v", j, r.Err))
+		}
+		if book.msgs[r.Message.ID] == nil { // else a Get booked it first
+			book.puts[name]--
+			book.msgs[r.Message.ID] = &ackMsg{queue: name, receipt: r.Message.PopReceipt, content: contents[j]}
+		}
+		book.acks++
+	}
+	return true
+}
+
+// crashDeleteBatch deletes the messages msgs, just got, in one batch, and
+// books them as deleted once acknowledged, or the batch if it failed; it
+// reports whether it was acknowledged.
+func crashDeleteBatch(ctx context.Context, q *Queue, book *ackBook, msgs []Message) bool {
+	reqs := make([]DeleteRequest, len(msgs))
+	ids := make([]MessageID, len(msgs))
+	book.mu.Lock()
+	for j, m := range msgs {
+		reqs[j], ids[j] = DeleteRequest{m.ID, m.PopReceipt}, m.ID
+		a := book.msgs[m.ID]
+		a.pending++
+		a.mayGo = true
+	}
+	book.mu.Unlock()
+	errs, err := q.DeleteBatch(ctx, reqs)
+	book.mu.Lock()
+	defer book.mu.Unlock()
+	if err != nil {
+		book.failedDeletes = append(book.failedDeletes, ids)
+		return false
+	}
+	for j, m := range msgs {
+		if errs[j] != nil {
+			panic(fmt.Sprintf("DeleteBatch item %d: %v", j, errs[j]))
+		}
+		a := book.msgs[m.ID]
+		a.pending--
+		a.deleted = true
+		book.acks++
+	}
+	return true
 }
 
 // check compares the recovered Service s with what was acknowledged.
@@ -378,6 +472,45 @@ func (b *ackBook) check(s *Service, crashAt int64) []string {
 		default:
 			lose("message %v: receipt %v, dequeue count %d, content %.20q; acknowledged %v, %d, %.20q",
 				id, r.receipt, r.dequeues, r.content, a.receipt, a.dequeues, a.content)
+		}
+	}
+	// A batch that failed left all of its items or none.
+	// A Get may have taken an item of a failed PutBatch, and an Update
+	// prefixed its content, or a Delete removed it: those count as
+	// recovered if the Delete was acknowledged, and leave the batch
+	// unjudged if it was only begun.
+	for _, fb := range b.failedPuts {
+		found, judged := 0, true
+		for _, c := range fb.contents {
+			isItem := func(content string) bool { return strings.HasSuffix(content, c) }
+			if slices.ContainsFunc(slices.Collect(maps.Values(recovered)), func(r got) bool { return r.queue == fb.queue && isItem(r.content) }) {
+				found++
+				continue
+			}
+			for _, a := range b.msgs {
+				if a.queue == fb.queue && isItem(a.content) {
+					switch {
+					case a.deleted:
+						found++
+					case a.mayGo:
+						judged = false
+					}
+				}
+			}
+		}
+		if judged && found != 0 && found != len(fb.contents) {
+			lose("%d of the %d messages of a failed PutBatch to %s recovered, want all or none", found, len(fb.contents), fb.queue)
+		}
+	}
+	for _, ids := range b.failedDeletes {
+		left := 0
+		for _, id := range ids {
+			if _, ok := recovered[id]; ok {
+				left++
+			}
+		}
+		if left != 0 && left != len(ids) {
+			lose("%d of the %d messages of a failed DeleteBatch recovered, want all or none", left, len(ids))
 		}
 	}
 	// The acknowledged receipts work through the API.

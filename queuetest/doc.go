@@ -7,7 +7,8 @@
 // RunQueueTests checks the queue contract, azq.MessageQueue: that a back
 // end keeps the semantics of Azure Queue Storage that a client can observe
 // (pop receipts, visibility, dequeue counts, time-to-live, Peek, Clear,
-// limits and their error codes). This repository runs it against the
+// limits and their error codes), and that its batches (azq.PutBatch,
+// azq.DeleteBatch) answer per item what its single calls answer. This repository runs it against the
 // in-memory azq.Queue, against package azure talking to azq's REST server,
 // against the PostgreSQL back end, and, when
 // AZQ_TEST_AZURE_CONNECTION_STRING names a storage account, against Azure

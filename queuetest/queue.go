@@ -31,8 +31,10 @@ type Fixture struct {
 const RealTimeSlack = 1500 * time.Millisecond
 
 // RunQueueTests checks the queue contract, azq.MessageQueue, on the back
-// end that newQueue makes queues of: one fresh, empty queue per subtest.
-// newQueue should register the queue's cleanup with t.Cleanup.
+// end that newQueue makes queues of: one fresh, empty queue per subtest,
+// and a second one, its twin, in the subtests that compare batches with
+// single calls. newQueue should register the queue's cleanup with
+// t.Cleanup.
 //
 // The subtests check the semantics of Azure Queue Storage that a client
 // can observe: a pop receipt rotates on every Get and Update, and a stale
@@ -41,7 +43,12 @@ const RealTimeSlack = 1500 * time.Millisecond
 // dequeued again; DequeueCount counts Gets only; visibility on Put and
 // Update; time-to-live and never-expiring messages; Peek changes nothing;
 // Clear; message content round-trips; and the limits, each with its
-// error code, leave the queue as it was.
+// error code, leave the queue as it was. The batch calls, through
+// azq.PutBatch and azq.DeleteBatch (the back end's own batch if it has
+// one), answer per item what the single calls answer on the twin,
+// stale receipts and bad input failing their items alone; more than
+// azq.MaxBatchSize items are refused whole, an empty batch is no error,
+// and an ended context fails the batch.
 //
 // Times and durations are whole seconds, as on the wire. The back end's
 // ApproximateCount is checked exactly with a mock clock and as a lower
@@ -53,7 +60,8 @@ func RunQueueTests(t *testing.T, newQueue func(t *testing.T) Fixture) {
 			if f.Queue == nil {
 				t.Fatal("the fixture has no queue")
 			}
-			tc.run(&suite{t: t, q: f.Queue, mock: f.Clock, ctx: context.Background()})
+			twin := func() Fixture { return newQueue(t) }
+			tc.run(&suite{t: t, q: f.Queue, mock: f.Clock, ctx: context.Background(), twin: twin})
 		})
 	}
 }
@@ -64,6 +72,9 @@ type suite struct {
 	q    azq.MessageQueue
 	mock *clock.Mock
 	ctx  context.Context
+	// twin makes another fresh queue of the back end, for the checks
+	// that compare a batch with single calls.
+	twin func() Fixture
 }
 
 var contractTests = []struct {
@@ -93,6 +104,10 @@ var contractTests = []struct {
 	{"CountLimits", testCountLimits},
 	{"VisibilityLimits", testVisibilityLimits},
 	{"TimeToLiveLimits", testTimeToLiveLimits},
+	{"BatchPutMatchesPut", testBatchPutMatchesPut},
+	{"BatchDeleteMatchesDelete", testBatchDeleteMatchesDelete},
+	{"BatchLimits", testBatchLimits},
+	{"BatchEndedContext", testBatchEndedContext},
 }
 
 // maxContent is the largest message content Azure accepts, 64 KiB.

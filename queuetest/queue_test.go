@@ -34,6 +34,9 @@ var mutants = []string{
 	"staleReceiptWorks",
 	"putIgnoresVisibility",
 	"putIgnoresTimeToLive",
+	"batchFailsWhole",
+	"batchPutDropsOptions",
+	"batchDeleteIgnoresReceipts",
 }
 
 func (m *mutant) remember(id azq.MessageID, r azq.PopReceipt) {
@@ -126,6 +129,56 @@ func (m *mutant) ApproximateCount(ctx context.Context) (int, error) {
 	return n, m.err(err)
 }
 
+// PutBatch is the queue's, but that the batchFailsWhole mutant fails the
+// call for one item's failure, and batchPutDropsOptions drops the items'
+// options.
+func (m *mutant) PutBatch(ctx context.Context, reqs []azq.PutRequest) ([]azq.PutResult, error) {
+	if m.name == "batchPutDropsOptions" {
+		plain := make([]azq.PutRequest, len(reqs))
+		for i, r := range reqs {
+			plain[i].Content = r.Content
+		}
+		reqs = plain
+	}
+	res, err := m.Queue.PutBatch(ctx, reqs)
+	if err == nil && m.name == "batchFailsWhole" {
+		for _, r := range res {
+			if r.Err != nil {
+				return nil, r.Err
+			}
+		}
+	}
+	return res, m.err(err)
+}
+
+// DeleteBatch is the queue's, but that the batchFailsWhole mutant fails
+// the call for one item's failure, and batchDeleteIgnoresReceipts deletes
+// a message whatever receipt an item gives.
+func (m *mutant) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest) ([]error, error) {
+	if m.name == "batchDeleteIgnoresReceipts" {
+		errs := make([]error, len(reqs))
+		for i, r := range reqs {
+			m.mu.Lock()
+			p, ok := m.latest[r.ID]
+			m.mu.Unlock()
+			if !ok {
+				p = r.PopReceipt
+			}
+			errs[i] = m.Queue.Delete(ctx, r.ID, p)
+		}
+		return errs, nil
+	}
+	errs, err := m.Queue.DeleteBatch(ctx, reqs)
+	if err == nil && m.name == "batchFailsWhole" {
+		for _, e := range errs {
+			if e != nil {
+				return nil, e
+			}
+		}
+	}
+	return errs, m.err(err)
+}
+
 // The suite passes on the in-memory queue, the reference back end.
 func TestQueueContractOnMemory(t *testing.T) {
 	queuetest.RunQueueTests(t, newMemoryQueue)
@@ -151,6 +204,9 @@ func TestSuiteCatchesBrokenBackEnds(t *testing.T) {
 		"staleReceiptWorks":          {"GetRotatesTheReceipt", "UpdateRotatesTheReceipt", "RedequeueKillsTheLapsedReceipt"},
 		"putIgnoresVisibility":       {"PutVisibility"},
 		"putIgnoresTimeToLive":       {"TimeToLive", "ExpiresWhileInvisible"},
+		"batchFailsWhole":            {"BatchPutMatchesPut", "BatchDeleteMatchesDelete"},
+		"batchPutDropsOptions":       {"BatchPutMatchesPut"},
+		"batchDeleteIgnoresReceipts": {"BatchDeleteMatchesDelete"},
 	}
 	for _, name := range mutants {
 		t.Run(name, func(t *testing.T) {

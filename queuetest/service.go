@@ -35,8 +35,8 @@ import (
 // of 1 to 64 characters, permissions from "raup") round-trip, replace the
 // old ones, and leave them as they were when refused; Properties counts
 // invisible messages; and every operation on a QueueRef of a missing queue
-// gives ErrQueueNotFound. Last, the queue contract (RunQueueTests) runs on
-// a QueueRef of a created queue.
+// gives ErrQueueNotFound, a batch on a deleted queue too. Last, the queue
+// contract (RunQueueTests) runs on a QueueRef of a created queue.
 //
 // The subtests name their queues with a random prefix and delete them
 // when they end, so the services may share one account (a real storage
@@ -89,6 +89,7 @@ var serviceTests = []struct {
 	{"AccessPolicies", testAccessPolicies},
 	{"AccessPolicyLimits", testAccessPolicyLimits},
 	{"PropertiesCount", testPropertiesCount},
+	{"BatchOnADeletedQueue", testBatchOnADeletedQueue},
 }
 
 // serviceSuite is one subtest's service, with the checks the subtests

@@ -14,70 +14,21 @@ import (
 	"time"
 
 	"github.com/azqlib/azq"
+	"github.com/azqlib/azq/internal/uitest"
 	"github.com/azqlib/azq/ui"
-	"github.com/benbjohnson/clock"
 )
 
-// testNow is the mock clock's start: fixed, so pages are reproducible.
-var testNow = time.Date(2031, 5, 17, 12, 0, 0, 0, time.UTC)
+// testNow and prefix are the fixture's (internal/uitest).
+var testNow = uitest.Now
 
-const prefix = "/_azq/ui"
+const prefix = uitest.Prefix
 
-// fixture is two accounts of queues behind the UI, on a mock clock.
-type fixture struct {
-	clk      *clock.Mock
-	main     *azq.Service
-	other    *azq.Service
-	hs       *httptest.Server
-	leased   azq.Message // a message of "orders" under a Get's lease
-	advanced []time.Duration
-}
+// fixture is uitest's, with the requests the tests make of its page.
+type fixture struct{ *uitest.Fixture }
 
 func newFixture(t testing.TB, withAdvance bool, opts ui.Options) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	clk := clock.NewMock()
-	clk.Set(testNow)
-	f := &fixture{clk: clk, main: azq.NewService(azq.WithClock(clk)), other: azq.NewService(azq.WithClock(clk))}
-	t.Cleanup(func() { f.main.Close(); f.other.Close() })
-
-	orders, _, err := f.main.CreateQueue(ctx, "orders", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	invoices, _, _ := f.main.CreateQueue(ctx, "invoices", nil)
-	f.main.CreateQueue(ctx, "empty", nil)
-	audit, _, _ := f.other.CreateQueue(ctx, "audit", nil)
-
-	invoices.Put(ctx, `{"invoice":1017,"total":"120.50"}`, nil)
-	clk.Add(2 * time.Hour)
-	orders.Put(ctx, `{"order":42,"items":3}`, nil)
-	orders.Put(ctx, `{"order":43,"items":1}`, nil)
-	clk.Add(3 * time.Minute)
-	orders.Put(ctx, `{"order":44,"note":"<script>alert(1)</script>"}`, &azq.PutOptions{VisibilityTimeout: 10 * time.Minute})
-	audit.Put(ctx, "kept forever", &azq.PutOptions{TimeToLive: azq.NeverExpires})
-	got, err := orders.Get(ctx, 1, 30*time.Second)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("get: %v %v", got, err)
-	}
-	f.leased = got[0]
-
-	opts.Accounts = []ui.Account{{Name: "devstoreaccount1", Service: f.main}, {Name: "teststore2", Service: f.other}}
-	opts.Clock = clk
-	opts.Prefix = prefix
-	if withAdvance {
-		opts.Advance = func(d time.Duration) (time.Time, error) {
-			f.advanced = append(f.advanced, d)
-			clk.Add(d)
-			return clk.Now(), nil
-		}
-	}
-	mux := http.NewServeMux()
-	mux.Handle(prefix+"/", ui.New(opts))
-	mux.Handle(prefix, ui.New(opts))
-	f.hs = httptest.NewServer(mux)
-	t.Cleanup(f.hs.Close)
-	return f
+	return &fixture{uitest.New(t, withAdvance, opts)}
 }
 
 type response struct {
@@ -92,7 +43,7 @@ func (f *fixture) do(t testing.TB, method, path string, form url.Values, hdr map
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
-	req, err := http.NewRequest(method, f.hs.URL+path, body)
+	req, err := http.NewRequest(method, f.Server.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +139,7 @@ func TestQueuePage(t *testing.T) {
 	if n := strings.Count(r.body, "<tr data-id="); n != 3 {
 		t.Fatalf("%d message rows, want 3", n)
 	}
-	leased := row(t, r.body, `data-id="`+f.leased.ID.String()+`"`)
+	leased := row(t, r.body, `data-id="`+f.Leased.ID.String()+`"`)
 	if cell(t, leased, "dequeues") != "1" || cell(t, leased, "next") != "in 30s" || !strings.Contains(leased, `title="2031-05-17 14:03:30Z"`) {
 		t.Errorf("leased message: %s", leased)
 	}
@@ -201,8 +152,8 @@ func TestQueuePage(t *testing.T) {
 	}
 
 	// Looking changed nothing: the lease's receipt still deletes.
-	q, _ := f.main.Queue("orders")
-	if err := q.Delete(ctx, f.leased.ID, f.leased.PopReceipt); err != nil {
+	q, _ := f.Main.Queue("orders")
+	if err := q.Delete(ctx, f.Leased.ID, f.Leased.PopReceipt); err != nil {
 		t.Fatalf("receipt after viewing: %v", err)
 	}
 
@@ -222,7 +173,7 @@ func TestQueuePage(t *testing.T) {
 
 func TestLongContentIsCut(t *testing.T) {
 	f := newFixture(t, false, ui.Options{MaxMessages: 1})
-	q, _ := f.main.Queue("empty")
+	q, _ := f.Main.Queue("empty")
 	long := strings.Repeat("é", 100) // 200 bytes
 	q.Put(context.Background(), long, nil)
 	q.Put(context.Background(), "second", nil)
@@ -240,7 +191,7 @@ func TestClear(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, false, ui.Options{})
 	count := func() int {
-		q, _ := f.main.Queue("orders")
+		q, _ := f.Main.Queue("orders")
 		n, _ := q.ApproximateCount(ctx)
 		return n
 	}
@@ -248,7 +199,7 @@ func TestClear(t *testing.T) {
 	for _, h := range []map[string]string{
 		{"Origin": "https://elsewhere.example"},
 		{"Sec-Fetch-Site": "cross-site"},
-		{"Sec-Fetch-Site": "same-site", "Origin": f.hs.URL},
+		{"Sec-Fetch-Site": "same-site", "Origin": f.Server.URL},
 	} {
 		if r := f.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", back, h); r.status != 403 || count() != 3 {
 			t.Fatalf("cross-origin clear %v: %d, %d messages left", h, r.status, count())
@@ -257,7 +208,7 @@ func TestClear(t *testing.T) {
 	if r := f.do(t, "GET", prefix+"/a/devstoreaccount1/orders/clear", nil, nil); r.status != 404 || count() != 3 {
 		t.Fatalf("GET clear: %d", r.status)
 	}
-	r := f.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", back, map[string]string{"Origin": f.hs.URL, "Sec-Fetch-Site": "same-origin"})
+	r := f.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", back, map[string]string{"Origin": f.Server.URL, "Sec-Fetch-Site": "same-origin"})
 	if r.status != http.StatusSeeOther || r.header.Get("Location") != prefix+"/a/devstoreaccount1/orders" || count() != 0 {
 		t.Fatalf("clear: %d %v, %d messages left", r.status, r.header, count())
 	}
@@ -275,10 +226,10 @@ func TestClear(t *testing.T) {
 
 func TestAdvance(t *testing.T) {
 	f := newFixture(t, true, ui.Options{})
-	start := f.clk.Now()
+	start := f.Clock.Now()
 	r := f.do(t, "POST", prefix+"/clock/advance", url.Values{"by": {"1h30m"}, "back": {"/"}}, nil)
-	if r.status != http.StatusSeeOther || !f.clk.Now().Equal(start.Add(90*time.Minute)) {
-		t.Fatalf("advance: %d, clock %v", r.status, f.clk.Now())
+	if r.status != http.StatusSeeOther || !f.Clock.Now().Equal(start.Add(90*time.Minute)) {
+		t.Fatalf("advance: %d, clock %v", r.status, f.Clock.Now())
 	}
 	for _, by := range []string{"", "soon", "-1h", "0s", "3600"} {
 		r := f.do(t, "POST", prefix+"/clock/advance", url.Values{"by": {by}, "back": {"/a/devstoreaccount1/orders"}}, nil)
@@ -291,8 +242,8 @@ func TestAdvance(t *testing.T) {
 			t.Errorf("advance by %q: the error page forgot where it came from", by)
 		}
 	}
-	if len(f.advanced) != 1 {
-		t.Fatalf("advanced %v, want one move", f.advanced)
+	if len(f.Advanced) != 1 {
+		t.Fatalf("advanced %v, want one move", f.Advanced)
 	}
 
 	g := newFixture(t, false, ui.Options{})
@@ -300,7 +251,7 @@ func TestAdvance(t *testing.T) {
 	if strings.Contains(r.body, "/clock/advance") || !strings.Contains(r.body, "(real time)") {
 		t.Fatal("advance offered without a way to move the clock")
 	}
-	if r := g.do(t, "POST", prefix+"/clock/advance", url.Values{"by": {"1h"}}, nil); r.status != 404 || !g.clk.Now().Equal(testNow.Add(2*time.Hour+3*time.Minute)) {
+	if r := g.do(t, "POST", prefix+"/clock/advance", url.Values{"by": {"1h"}}, nil); r.status != 404 || !g.Clock.Now().Equal(testNow.Add(2*time.Hour+3*time.Minute)) {
 		t.Fatalf("advance without Advance: %d", r.status)
 	}
 }
@@ -351,7 +302,7 @@ func TestContentSecurityPolicy(t *testing.T) {
 func TestAges(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, false, ui.Options{})
-	q, _ := f.main.Queue("empty")
+	q, _ := f.Main.Queue("empty")
 	q.Put(ctx, "x", nil)
 	for _, c := range []struct {
 		by   time.Duration
@@ -364,7 +315,7 @@ func TestAges(t *testing.T) {
 		{time.Minute, "1d00h old"},
 		{5*24*time.Hour + 7*time.Hour, "6d07h old"},
 	} {
-		f.clk.Add(c.by)
+		f.Clock.Add(c.by)
 		r := f.do(t, "GET", prefix+"/", nil, nil)
 		if got := cell(t, row(t, r.body, `data-queue="empty"`), "oldest"); got != c.want {
 			t.Errorf("age %q, want %q", got, c.want)
@@ -390,11 +341,11 @@ func (c contractOnly) Ref(name string) (azq.QueueRef, error) {
 func TestBackEndWithoutInspect(t *testing.T) {
 	f := newFixture(t, false, ui.Options{})
 	mux := http.NewServeMux()
-	mux.Handle(prefix+"/", ui.New(ui.Options{Clock: f.clk, Prefix: prefix,
-		Accounts: []ui.Account{{Name: "devstoreaccount1", Service: contractOnly{f.main}}}}))
+	mux.Handle(prefix+"/", ui.New(ui.Options{Clock: f.Clock, Prefix: prefix,
+		Accounts: []ui.Account{{Name: "devstoreaccount1", Service: contractOnly{f.Main}}}}))
 	g := *f
-	g.hs = httptest.NewServer(mux)
-	t.Cleanup(g.hs.Close)
+	g.Server = httptest.NewServer(mux)
+	t.Cleanup(g.Server.Close)
 
 	r := g.do(t, "GET", prefix+"/", nil, nil)
 	tr := row(t, r.body, `data-queue="orders"`)
@@ -429,7 +380,7 @@ func TestBackEndWithoutInspect(t *testing.T) {
 	if r := g.do(t, "POST", prefix+"/a/devstoreaccount1/orders/clear", back, nil); r.status != http.StatusSeeOther {
 		t.Fatalf("clear: %d %s", r.status, r.body)
 	}
-	if n, _ := f.main.Named("orders").ApproximateCount(context.Background()); n != 0 {
+	if n, _ := f.Main.Named("orders").ApproximateCount(context.Background()); n != 0 {
 		t.Fatalf("%d messages left after clear", n)
 	}
 }

@@ -18,6 +18,11 @@ import (
 // record, content and all, must fit one record of the log.
 const MaxMessageSize = wal.MaxRecord - 1024
 
+// MaxBatchContent is the most content, all messages together, that one
+// PutBatch record holds: a record of the log, less room for the other
+// fields of the 32 messages a batch has at most.
+const MaxBatchContent = wal.MaxRecord - 64<<10
+
 // maxCheckpointBackoff is the longest wait before a failed checkpoint is
 // tried again.
 const maxCheckpointBackoff = time.Minute
@@ -168,8 +173,10 @@ func (l *Log) Start(h Host) {
 type Queue struct {
 	log   *Log
 	qid   uint64
-	rec   []byte  // scratch for encoding a record
-	taken []Taken // the messages Take gathered for the next Get record
+	rec   []byte    // scratch for encoding a record
+	taken []Taken   // the messages Take gathered for the next Get record
+	puts  []Message // the messages AddPut gathered for the next PutBatch record
+	dels  []uint32  // the slots AddDelete gathered for the next DeleteBatch record
 	chunkHistory
 }
 
@@ -211,6 +218,36 @@ func (q *Queue) Get(visible int64) uint64 {
 		q.touch(q.taken[i].Slot, lsn)
 	}
 	q.taken = q.taken[:0]
+	return lsn
+}
+
+// AddPut gathers a message that a PutBatch put, for the batch's record.
+func (q *Queue) AddPut(m *Message) { q.puts = append(q.puts, *m) }
+
+// PutBatch records the Puts that AddPut gathered, in their order, as one
+// record: a crash keeps all of them or none.
+func (q *Queue) PutBatch() uint64 {
+	lsn := q.append(appendPutBatch(q.rec[:0], q.qid, q.puts))
+	for i := range q.puts {
+		q.touch(q.puts[i].Slot, lsn)
+	}
+	clear(q.puts) // let the contents go
+	q.puts = q.puts[:0]
+	return lsn
+}
+
+// AddDelete gathers the deletion of the message in slot by a
+// DeleteBatch, for the batch's record.
+func (q *Queue) AddDelete(slot uint32) { q.dels = append(q.dels, slot) }
+
+// DeleteBatch records the deletions that AddDelete gathered, in their
+// order, as one record.
+func (q *Queue) DeleteBatch() uint64 {
+	lsn := q.append(appendDeleteBatch(q.rec[:0], q.qid, q.dels))
+	for _, slot := range q.dels {
+		q.touch(slot, lsn)
+	}
+	q.dels = q.dels[:0]
 	return lsn
 }
 

@@ -17,15 +17,17 @@ import (
 // decoder below; replay.go says what each means.
 const (
 	// Log records: one per acknowledged change.
-	recCreateQueue = 1 // qid, name, metadata
-	recDeleteQueue = 2 // qid
-	recMetadata    = 3 // qid, metadata
-	recPolicies    = 4 // qid, policies
-	recPut         = 5 // qid, slot, message (see appendPut); a checkpoint's messages too
-	recGet         = 6 // qid, visible, count, count × (slot, dequeues, version, tag)
-	recUpdate      = 7 // qid, slot, visible, version, tag, has content, [content]
-	recDelete      = 8 // qid, slot
-	recClear       = 9 // qid
+	recCreateQueue = 1  // qid, name, metadata
+	recDeleteQueue = 2  // qid
+	recMetadata    = 3  // qid, metadata
+	recPolicies    = 4  // qid, policies
+	recPut         = 5  // qid, slot, message (see appendPut); a checkpoint's messages too
+	recGet         = 6  // qid, visible, count, count × (slot, dequeues, version, tag)
+	recUpdate      = 7  // qid, slot, visible, version, tag, has content, [content]
+	recDelete      = 8  // qid, slot
+	recClear       = 9  // qid
+	recPutBatch    = 10 // qid, count, count × message (as a Put's): one PutBatch
+	recDeleteBatch = 11 // qid, count, count × slot: one DeleteBatch
 
 	// Checkpoint records, around the Puts of the messages.
 	recCkptService  = 20 // magic, format, next qid
@@ -287,11 +289,29 @@ func readPolicies(d *dec) ([]Policy, error) {
 // next-visible and expiration times relative to it, the receipt tag, the
 // dequeue count, the receipt version and the content.
 func appendPut(b []byte, qid uint64, m *Message) []byte {
-	return enc(b).op(recPut, qid).u(uint64(m.Slot)).u(m.Seq).id(m.ID).i(m.Inserted).i(m.Visible-m.Inserted).
+	return enc(b).op(recPut, qid).message(m)
+}
+
+// message encodes the fields of a Put record after its header.
+func (e enc) message(m *Message) enc {
+	return e.u(uint64(m.Slot)).u(m.Seq).id(m.ID).i(m.Inserted).i(m.Visible-m.Inserted).
 		expiry(m.Inserted, m.Expires).u64(m.Tag).u(uint64(m.Dequeues)).u(uint64(m.Version)).str(m.Content)
 }
 
-func readPut(d *dec) (m Message, err error) {
+func readPut(d *dec) (Message, error) {
+	m, err := readMessage(d)
+	if err != nil {
+		return Message{}, err
+	}
+	if err := d.done(); err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+// readMessage reads the fields that message encoded, leaving what
+// follows them.
+func readMessage(d *dec) (m Message, err error) {
 	m.Slot = d.u32()
 	m.Seq = d.u()
 	m.ID = d.id()
@@ -302,8 +322,8 @@ func readPut(d *dec) (m Message, err error) {
 	dq := d.u()
 	m.Version = d.u32()
 	m.Content = d.str()
-	if err := d.done(); err != nil {
-		return Message{}, err
+	if d.err != nil {
+		return Message{}, d.err
 	}
 	visible, ok := addInt64(m.Inserted, vis)
 	switch {
@@ -469,4 +489,61 @@ func appendCkptEnd(b []byte, queues, messages int) []byte {
 func readCkptEnd(d *dec) (queues, messages uint64, err error) {
 	queues, messages = d.u(), d.u()
 	return queues, messages, d.done()
+}
+
+// appendPutBatch records the messages one PutBatch put, in the order it
+// put them: one record, so that a crash keeps all of them or none.
+func appendPutBatch(b []byte, qid uint64, ms []Message) []byte {
+	e := enc(b).op(recPutBatch, qid).u(uint64(len(ms)))
+	for i := range ms {
+		e = e.message(&ms[i])
+	}
+	return e
+}
+
+// readPutBatch reads a PutBatch record, calling fn with each message put.
+func readPutBatch(d *dec, fn func(m Message) error) error {
+	n := d.u()
+	if n > uint64(len(d.b)) {
+		return errShortRecord
+	}
+	for ; n > 0; n-- {
+		m, err := readMessage(d)
+		if err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return d.done()
+}
+
+// appendDeleteBatch records the deletions of one DeleteBatch, of the
+// messages in slots, in order: one record.
+func appendDeleteBatch(b []byte, qid uint64, slots []uint32) []byte {
+	e := enc(b).op(recDeleteBatch, qid).u(uint64(len(slots)))
+	for _, slot := range slots {
+		e = e.u(uint64(slot))
+	}
+	return e
+}
+
+// readDeleteBatch reads a DeleteBatch record, calling fn with each slot
+// whose message was deleted.
+func readDeleteBatch(d *dec, fn func(slot uint32) error) error {
+	n := d.u()
+	if n > uint64(len(d.b)) {
+		return errShortRecord
+	}
+	for ; n > 0; n-- {
+		slot := d.u32()
+		if d.err != nil {
+			return d.err
+		}
+		if err := fn(slot); err != nil {
+			return err
+		}
+	}
+	return d.done()
 }

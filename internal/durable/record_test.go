@@ -52,6 +52,18 @@ func TestRecordsRoundTrip(t *testing.T) {
 			func(d *dec) (any, error) { return readUpdate(d) }},
 		{"delete", appendDelete(nil, 3, 5), uint32(5),
 			func(d *dec) (any, error) { return readDelete(d) }},
+		{"put batch", appendPutBatch(nil, 3, []Message{msg, forever}), []Message{msg, forever},
+			func(d *dec) (any, error) {
+				var got []Message
+				err := readPutBatch(d, func(m Message) error { got = append(got, m); return nil })
+				return got, err
+			}},
+		{"delete batch", appendDeleteBatch(nil, 3, []uint32{5, 4097}), []uint32{5, 4097},
+			func(d *dec) (any, error) {
+				var got []uint32
+				err := readDeleteBatch(d, func(slot uint32) error { got = append(got, slot); return nil })
+				return got, err
+			}},
 		{"checkpoint queue", appendCkptQueue(nil, &hdr, 40), []any{hdr, uint64(40)},
 			func(d *dec) (any, error) { h, lsn, err := readCkptQueue(d, 3); return []any{h, lsn}, err }},
 		{"checkpoint chunk", appendCkptChunk(nil, 3, 2, 41), []any{uint32(2), uint64(41)},

@@ -335,22 +335,9 @@ func (r *Replayer) LogRecord(lsn uint64, rec []byte) error {
 		if err != nil {
 			return err
 		}
-		if m.Slot >= maxRestoreSlot || m.Version != 0 || m.Dequeues != 0 {
-			return fmt.Errorf("put into slot %d, out of range, or of a message already taken", m.Slot)
-		}
-		if lsn > rq.guard(m.Slot) {
-			// Put takes a freed slot or the next new one, never one
-			// beyond. (A Put the checkpoint holds the effect of may name
-			// one beyond the next new slot the checkpoint copied, if the
-			// queue was emptied since and its slots started over.)
-			if m.Slot > rq.bound {
-				return fmt.Errorf("put into slot %d, beyond the next new slot %d", m.Slot, rq.bound)
-			}
-			q.Restore(m)
-			rq.touch(m.Slot, lsn)
-		}
-		rq.bound = max(rq.bound, m.Slot+1)
-		rq.seq = max(rq.seq, m.Seq)
+		return rq.put(lsn, m)
+	case recPutBatch:
+		return readPutBatch(&d, func(m Message) error { return rq.put(lsn, m) })
 	case recGet:
 		return readGet(&d, func(visible int64, t Taken) error {
 			if lsn <= rq.guard(t.Slot) {
@@ -373,13 +360,12 @@ func (r *Replayer) LogRecord(lsn uint64, rec []byte) error {
 		rq.touch(u.slot, lsn)
 	case recDelete:
 		slot, err := readDelete(&d)
-		if err != nil || lsn <= rq.guard(slot) {
+		if err != nil {
 			return err
 		}
-		if !q.Remove(slot) {
-			return fmt.Errorf("delete of slot %d, which is empty", slot)
-		}
-		rq.touch(slot, lsn)
+		return rq.delete(lsn, slot)
+	case recDeleteBatch:
+		return readDeleteBatch(&d, func(slot uint32) error { return rq.delete(lsn, slot) })
 	case recClear:
 		if err := readQueueOp(&d); err != nil {
 			return err
@@ -389,6 +375,40 @@ func (r *Replayer) LogRecord(lsn uint64, rec []byte) error {
 	default:
 		return fmt.Errorf("unknown record type %d", op)
 	}
+	return nil
+}
+
+// put replays the Put of m by record lsn, a Put or a PutBatch.
+func (rq *replayQueue) put(lsn uint64, m Message) error {
+	if m.Slot >= maxRestoreSlot || m.Version != 0 || m.Dequeues != 0 {
+		return fmt.Errorf("put into slot %d, out of range, or of a message already taken", m.Slot)
+	}
+	if lsn > rq.guard(m.Slot) {
+		// Put takes a freed slot or the next new one, never one
+		// beyond. (A Put the checkpoint holds the effect of may name
+		// one beyond the next new slot the checkpoint copied, if the
+		// queue was emptied since and its slots started over.)
+		if m.Slot > rq.bound {
+			return fmt.Errorf("put into slot %d, beyond the next new slot %d", m.Slot, rq.bound)
+		}
+		rq.q.Restore(m)
+		rq.touch(m.Slot, lsn)
+	}
+	rq.bound = max(rq.bound, m.Slot+1)
+	rq.seq = max(rq.seq, m.Seq)
+	return nil
+}
+
+// delete replays the deletion of the message in slot by record lsn, a
+// Delete or a DeleteBatch.
+func (rq *replayQueue) delete(lsn uint64, slot uint32) error {
+	if lsn <= rq.guard(slot) {
+		return nil
+	}
+	if !rq.q.Remove(slot) {
+		return fmt.Errorf("delete of slot %d, which is empty", slot)
+	}
+	rq.touch(slot, lsn)
 	return nil
 }
 

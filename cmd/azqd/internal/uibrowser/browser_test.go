@@ -27,7 +27,7 @@ func textOf(sel string) string {
 func TestBrowser(t *testing.T) {
 	ctx := browsertest.Start(t)
 	f := newFixture(t, true, ui.Options{Refresh: time.Second})
-	index := f.hs.URL + prefix + "/"
+	index := f.Server.URL + prefix + "/"
 	orders := `tr[data-queue="orders"]`
 
 	// The index shows every account's queues with their figures.
@@ -46,7 +46,7 @@ func TestBrowser(t *testing.T) {
 
 	// The page reloads itself (its script runs under the page's content
 	// security policy) and shows a message put behind its back.
-	q, _ := f.main.Queue("orders")
+	q, _ := f.Main.Queue("orders")
 	if _, err := q.Put(context.Background(), "put while the page was open", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -73,19 +73,19 @@ func TestBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("advance by the field: %v", err)
 	}
-	if want := []time.Duration{time.Hour, 90 * time.Second}; fmt.Sprint(f.advanced) != fmt.Sprint(want) {
-		t.Fatalf("the clock moved by %v, want %v", f.advanced, want)
+	if want := []time.Duration{time.Hour, 90 * time.Second}; fmt.Sprint(f.Advanced) != fmt.Sprint(want) {
+		t.Fatalf("the clock moved by %v, want %v", f.Advanced, want)
 	}
 
 	// A queue's page lists its messages: the one dequeued once shows
 	// it; content is text, never markup.
-	leased := fmt.Sprintf(`tr[data-id=%q]`, f.leased.ID.String())
+	leased := fmt.Sprintf(`tr[data-id=%q]`, f.Leased.ID.String())
 	var alerts int
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(index+"?refresh=0"),
 		chromedp.Click(orders+" a", chromedp.ByQuery),
 		browsertest.WaitJS(`location.pathname === "/_azq/ui/a/devstoreaccount1/orders"`),
-		chromedp.Navigate(f.hs.URL+prefix+"/a/devstoreaccount1/orders?refresh=0"),
+		chromedp.Navigate(f.Server.URL+prefix+"/a/devstoreaccount1/orders?refresh=0"),
 		browsertest.WaitJS(`document.querySelectorAll("table.messages tbody tr").length === 4`),
 		browsertest.WaitJS(textOf(leased+" td.dequeues")+` === "1"`),
 		browsertest.WaitJS(textOf(leased+" td.next")+` === "visible"`),
@@ -111,15 +111,15 @@ func TestBrowser(t *testing.T) {
 
 	if *screenshots != "" {
 		// A queue with messages of every kind, for the documentation.
-		inv, _ := f.main.Queue("invoices")
+		inv, _ := f.Main.Queue("invoices")
 		ctx2 := context.Background()
 		inv.Put(ctx2, `{"invoice":1018,"total":"99.00"}`, nil)
 		inv.Put(ctx2, `{"invoice":1019,"total":"12.75"}`, nil)
 		inv.Get(ctx2, 1, 5*time.Minute)
 		inv.Put(ctx2, `{"invoice":1020,"total":"310.00"}`, &azq.PutOptions{VisibilityTimeout: 10 * time.Minute})
-		f.clk.Add(42 * time.Second)
+		f.Clock.Add(42 * time.Second)
 		if err := chromedp.Run(ctx,
-			chromedp.Navigate(f.hs.URL+prefix+"/a/devstoreaccount1/invoices?refresh=0"),
+			chromedp.Navigate(f.Server.URL+prefix+"/a/devstoreaccount1/invoices?refresh=0"),
 			browsertest.WaitJS(`document.querySelectorAll("table.messages tbody tr").length === 4`),
 		); err != nil {
 			t.Fatal(err)

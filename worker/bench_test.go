@@ -59,19 +59,22 @@ func BenchmarkWorker(b *testing.B) {
 }
 
 // BenchmarkWorkerSettle compares the batched settle (the default) with one
-// Delete a message (SettleWindow < 0), on the in-memory queue (seen as one
-// that deletes in batches, see batching), and on a
+// Delete a message (SettleWindow < 0), on the in-memory queue, on a durable
+// one (on disk, each change synced), and on a
 // queue whose every Delete or DeleteBatch call costs a commit of 100 µs,
 // as a back end that batches deletes does (a sync to disk, a round trip
 // and a commit on PostgreSQL). Run the rounds interleaved:
 //
 //	go test -run '^$' -bench 'WorkerSettle' -count 6 ./worker
 func BenchmarkWorkerSettle(b *testing.B) {
+	// The durable queue syncs its log for each change it acknowledges,
+	// sharing a sync among concurrent callers; a batch is one change.
 	for _, src := range []struct {
 		name string
 		wrap func(*azq.Queue) Queue
 	}{
-		{"memory", func(q *azq.Queue) Queue { return batching{q} }},
+		{"memory", nil},
+		{"durable", nil},
 		{"commit=100us", func(q *azq.Queue) Queue { return &commitQueue{Queue: q, cost: 100 * time.Microsecond} }},
 	} {
 		for _, m := range []struct {
@@ -79,19 +82,14 @@ func BenchmarkWorkerSettle(b *testing.B) {
 			window time.Duration
 		}{{"batched", 0}, {"single", -1}} {
 			b.Run(src.name+"/"+m.name, func(b *testing.B) {
+				if src.name == "durable" {
+					benchDurableWorker(b, Options{SettleWindow: m.window})
+					return
+				}
 				benchWorkers(b, 1, Options{SettleWindow: m.window}, src.wrap)
 			})
 		}
 	}
-}
-
-// batching is an *azq.Queue that deletes in batches through
-// azq.DeleteBatch: with the queue's own DeleteBatch where it has one,
-// else one Delete an item under the same calls.
-type batching struct{ *azq.Queue }
-
-func (b batching) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest) ([]error, error) {
-	return azq.DeleteBatch(ctx, b.Queue, reqs)
 }
 
 // commitQueue is an *azq.Queue on which every Delete, and every
@@ -116,14 +114,50 @@ func (c *commitQueue) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest)
 	return errs, nil
 }
 
+// benchDurableWorker runs one worker with o over b.N messages of a
+// durable queue, put in batches outside the timed part.
+func benchDurableWorker(b *testing.B, o Options) {
+	b.StopTimer()
+	svc, err := azq.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Close()
+	ctx := context.Background()
+	q, _, err := svc.CreateQueue(ctx, "bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := make([]azq.PutRequest, 0, azq.MaxBatchSize)
+	for put := 0; put < b.N; put += len(reqs) {
+		reqs = reqs[:0]
+		for range min(azq.MaxBatchSize, b.N-put) {
+			reqs = append(reqs, azq.PutRequest{Content: "payload"})
+		}
+		if _, err := azq.PutBatch(ctx, q, reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StartTimer()
+	benchWorkersOn(b, 1, o, func() Queue { return q })
+}
+
 // benchWorkers runs workers workers with o over b.N messages, on the
 // in-memory queue as wrap presents it (nil: as it is).
 func benchWorkers(b *testing.B, workers int, o Options, wrap func(*azq.Queue) Queue) {
-	q := fill(b, b.N)
-	var src Queue = q
-	if wrap != nil {
-		src = wrap(q)
-	}
+	benchWorkersOn(b, workers, o, func() Queue {
+		q := fill(b, b.N)
+		if wrap != nil {
+			return wrap(q)
+		}
+		return q
+	})
+}
+
+// benchWorkersOn runs workers workers with o over the b.N messages of the
+// queue that open fills, outside the timed part.
+func benchWorkersOn(b *testing.B, workers int, o Options, open func() Queue) {
+	src := open()
 	b.ReportAllocs()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

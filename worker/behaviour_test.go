@@ -234,6 +234,20 @@ func TestCheckpointThenTimerRenewalHandsOverReceipt(t *testing.T) {
 // retry, a checkpoint and a shutdown that releases a running handler, the
 // goroutine count settles back to where it started.
 func TestRunLeavesNoGoroutines(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		src  func(*azq.Queue) Queue
+	}{
+		{"deleted one at a time", func(q *azq.Queue) Queue { return q }},
+		// Deletes wait for their batch while "stuck" runs, on the
+		// window's timers, real and mock.
+		{"deleted in batches", func(q *azq.Queue) Queue { return &batchQueue{Queue: q} }},
+	} {
+		t.Run(c.name, func(t *testing.T) { runLeavesNoGoroutines(t, c.src) })
+	}
+}
+
+func runLeavesNoGoroutines(t *testing.T, src func(*azq.Queue) Queue) {
 	e := newEnv(t)
 	const lease = 10 * time.Second
 	for _, c := range []string{"ok", "fail once", "checkpoint", "stuck"} {
@@ -243,7 +257,7 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 
 	var failed atomic.Bool
 	stuck := make(chan struct{})
-	w := New(e.q, func(ctx context.Context, d *Delivery) error {
+	w := New(src(e.q), func(ctx context.Context, d *Delivery) error {
 		switch d.Message.Content {
 		case "fail once":
 			if !failed.Swap(true) {

@@ -29,6 +29,7 @@ type Delivery struct {
 	content  string         // current content
 	ctx      handlerCtx     // the handler's context
 	due      time.Time      // next renewal, while scheduled
+	leaseEnd time.Time      // when the lease lapses unless renewed, on the worker's clock
 	hidx     int            // index in the lease heap; -1 if not in it (guarded by leases.mu)
 	first    bool           // a live entry in the leases' FIFO of first renewals (guarded by leases.mu)
 	retry    time.Duration  // interval of the next renewal after a failed one
@@ -70,11 +71,12 @@ func (d *Delivery) Checkpoint(ctx context.Context, content string) error {
 		d.mu.Unlock()
 		return errSettled
 	}
+	start := w.clk.Now()
 	res, err := w.q.Update(ctx, d.Message.ID, d.receipt, w.cfg.LeaseDuration, &content)
 	if err == nil {
 		d.content = content
 	}
-	ev, err := w.renewedLocked(d, res, err, false)
+	ev, err := w.renewedLocked(d, start, res, err, false)
 	d.mu.Unlock()
 	w.emit(ev)
 	return err
@@ -92,21 +94,24 @@ func (w *Worker) renew(d *Delivery) {
 		d.mu.Unlock()
 		return
 	}
+	start := w.clk.Now()
 	res, err := w.q.Update(w.base, d.Message.ID, d.receipt, w.cfg.LeaseDuration, nil)
-	ev, _ := w.renewedLocked(d, res, err, true)
+	ev, _ := w.renewedLocked(d, start, res, err, true)
 	d.mu.Unlock()
 	w.emit(ev)
 }
 
 // renewedLocked records the result of an Update that renewed the lease and
-// arms the next renewal. It returns the event to report once d.mu is
-// released, and the error for Checkpoint. d.mu must be held.
-func (w *Worker) renewedLocked(d *Delivery, res azq.UpdateResult, err error, fromTimer bool) (Event, error) {
+// arms the next renewal. start is when the Update was sent, from which the
+// new lease runs. It returns the event to report once d.mu is released,
+// and the error for Checkpoint. d.mu must be held.
+func (w *Worker) renewedLocked(d *Delivery, start time.Time, res azq.UpdateResult, err error, fromTimer bool) (Event, error) {
 	ev := Event{MessageID: d.Message.ID, DequeueCount: d.Message.DequeueCount}
 	half := w.cfg.LeaseDuration / 2
 	switch {
 	case err == nil:
 		d.receipt = res.PopReceipt
+		d.leaseEnd = start.Add(w.cfg.LeaseDuration)
 		d.retry = half
 		w.stopTimerLocked(d)
 		w.armLocked(d, half)

@@ -54,9 +54,10 @@ func (q *dispatch) init(w *Worker) {
 }
 
 // roomLocked reports whether in-flight work has fallen to the threshold, so
-// that the next batch should be fetched.
+// that the next batch should be fetched. A message whose delete waits for
+// its batch holds no handler, so it does not count.
 func (q *dispatch) roomLocked() bool {
-	return q.w.stats.inFlight.Load() <= int64(q.w.cfg.NewBatchThreshold)
+	return q.w.handling() <= q.w.cfg.NewBatchThreshold
 }
 
 // next waits for something for goroutine id to do. It returns a message to

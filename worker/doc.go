@@ -59,13 +59,38 @@
 // invisible until its lease lapses. By default the poison message is a JSON
 // PoisonRecord holding the body and why it was set aside.
 //
+// # Deletes in batches
+//
+// On a source that deletes many messages at the cost of one (an
+// azq.MessageQueue that is an azq.BatchDeleter), the delete of a message
+// whose handler succeeded waits, for at most SettleWindow (5 ms by
+// default), for the deletes of other handled messages, and they go together
+// in one azq.DeleteBatch: one call, and one lock, log sync or commit, for up
+// to azq.MaxBatchSize messages.
+// A batch goes at once when it is full, when no other message is being
+// handled (nothing would join it before the next fetch), or when Run stops;
+// and no delete waits longer than LeaseDuration/10 or half of what its
+// lease has left, so that no lease lapses while its delete waits. A message
+// whose delete waits holds no handler: the worker fetches as if it were
+// gone. A batch that fails as a whole falls back to one Delete a message,
+// each settled on its own answer as without batches; a message the failed
+// batch did delete is then reported as EventLeaseLost. An item's own error
+// is settled as a single Delete's: a stale receipt is EventLeaseLost.
+// What it costs: a handled message stays invisible a few milliseconds
+// longer before it is gone, and a worker that crashes inside the window
+// leaves its message to be handled again after the lease, as one that
+// crashes before its delete does: delivery is at least once either way.
+// A negative SettleWindow deletes each message at once, on its own, as
+// does any other source, where a batch would be one Delete after another
+// and waiting would gain nothing.
+//
 // # Concurrency and shutdown
 //
 // At most Concurrency handlers run at once. The worker fetches when the
 // number of messages in flight falls to NewBatchThreshold, and then asks only
 // for as many messages as it can start at once, so no fetched message burns
 // its lease waiting for a free slot. When Run's context ends the worker stops
-// fetching, gives handlers ShutdownTimeout to finish, then cancels their
+// fetching, sends the deletes waiting for their batch, gives handlers ShutdownTimeout to finish, then cancels their
 // contexts with ErrShutdown and releases their messages (visibility 0) so that
 // another worker can take them at once instead of waiting out the lease.
 // Run returns after every goroutine it started has ended; handlers must
@@ -81,15 +106,16 @@
 //
 // # Time
 //
-// All waiting — polling back-off, renewal timers, the shutdown deadline —
-// uses the queue's clock (Options.Clock, else the source's Clock method,
+// All waiting — polling back-off, renewal timers, the settle window, the
+// shutdown deadline — uses the queue's clock (Options.Clock, else the source's Clock method,
 // else the real clock), and the back-off jitter comes from Options.Rand, so
 // that a test with a *clock.Mock controls every timing decision. The
 // exceptions run on the real clock too, so that a mock clock nobody
 // advances cannot stall the worker: the 50 µs above, a matter of CPU
 // scheduling rather than of queue semantics; and, when the clock is the
-// source's and not the real one, the poll waits, which end after their
-// interval on the mock clock or in real time, whichever comes first. A
+// source's and not the real one, the poll waits and the settle window,
+// which end after their interval on the mock clock or in real time,
+// whichever comes first. A
 // test of a worker on azq's test server, whose mock clock an azure.Queue
 // reports (azure.Options.Clock), thus sees the worker poll whether or not
 // it moves the clock. A mock clock given as Options.Clock is the worker's

@@ -464,3 +464,85 @@ func failWithoutPoisonQueue(t *testing.T, e *testEnv, q *azq.Queue, opts Options
 		t.Fatalf("event %+v; %d messages, %d visible", ev, count(t, q), visible(t, q))
 	}
 }
+
+// deleteEach answers a DeleteBatch with one call of del an item, so that a
+// test double that overrides Delete sees every delete the worker makes,
+// whether or not the queue it wraps deletes in batches.
+func deleteEach(ctx context.Context, del func(context.Context, azq.MessageID, azq.PopReceipt) error, reqs []azq.DeleteRequest) ([]error, error) {
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		errs[i] = del(ctx, r.ID, r.PopReceipt)
+	}
+	return errs, nil
+}
+
+func (c *crashQueue) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest) ([]error, error) {
+	return deleteEach(ctx, c.Delete, reqs)
+}
+
+func (g *goneQueue) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest) ([]error, error) {
+	return deleteEach(ctx, g.Delete, reqs)
+}
+
+func (r *receiptQueue) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest) ([]error, error) {
+	return deleteEach(ctx, r.Delete, reqs)
+}
+
+// batchQueue is an *azq.Queue that deletes in batches (azq.BatchDeleter)
+// and counts its DeleteBatch and Delete calls. A batch fails as a whole
+// with failBatch while it is set; before a batch, each message in stale
+// is deleted under it, as another consumer would after the lease lapsed,
+// so that the batch answers that item's stale receipt.
+type batchQueue struct {
+	*azq.Queue
+	mu        sync.Mutex
+	batches   []int // the size of each DeleteBatch call
+	deletes   int   // Delete calls
+	failBatch error
+	stale     map[azq.MessageID]bool
+	// failUpdates makes Update fail as a busy service would, so that no
+	// renewal extends a lease.
+	failUpdates atomic.Bool
+}
+
+func (b *batchQueue) Update(ctx context.Context, id azq.MessageID, r azq.PopReceipt, v time.Duration, s *string) (azq.UpdateResult, error) {
+	if b.failUpdates.Load() {
+		return azq.UpdateResult{}, errUnavailable
+	}
+	return b.Queue.Update(ctx, id, r, v, s)
+}
+
+func (b *batchQueue) DeleteBatch(ctx context.Context, reqs []azq.DeleteRequest) ([]error, error) {
+	b.mu.Lock()
+	b.batches = append(b.batches, len(reqs))
+	fail := b.failBatch
+	for _, r := range reqs {
+		if b.stale[r.ID] {
+			// Gone under the worker: the item's own error follows.
+			if err := b.Queue.Delete(ctx, r.ID, r.PopReceipt); err != nil {
+				b.mu.Unlock()
+				return nil, err
+			}
+		}
+	}
+	b.mu.Unlock()
+	if fail != nil {
+		return nil, fail
+	}
+	return azq.DeleteBatch(ctx, b.Queue, reqs)
+}
+
+func (b *batchQueue) Delete(ctx context.Context, id azq.MessageID, r azq.PopReceipt) error {
+	b.mu.Lock()
+	b.deletes++
+	b.mu.Unlock()
+	return b.Queue.Delete(ctx, id, r)
+}
+
+// calls returns the sizes of the DeleteBatch calls so far and the number
+// of Delete calls.
+func (b *batchQueue) calls() ([]int, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int(nil), b.batches...), b.deletes
+}

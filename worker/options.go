@@ -121,6 +121,21 @@ type Options struct {
 	// context ends before they are cancelled and their messages released.
 	// Default 30 s; a negative value releases at once.
 	ShutdownTimeout time.Duration
+	// SettleWindow is how long, at most, the delete of a message whose
+	// handler succeeded waits for others to join it in one
+	// azq.DeleteBatch: one call, and one commit where the back end
+	// batches, for up to azq.MaxBatchSize deletes. A batch goes sooner
+	// when it is full, when no other message is being handled, or when
+	// Run stops, and the wait is at most LeaseDuration/10 and half what
+	// the message's lease has left, so no lease lapses while its delete
+	// waits. The message stays invisible meanwhile, and a worker that
+	// crashes in the window leaves it to be handled again after its
+	// lease, as one that crashes before its delete does. Default
+	// DefaultSettleWindow (5 ms); a negative value deletes each message
+	// on its own at once, as does a source that cannot delete many at the
+	// cost of one (that is not an azq.MessageQueue and an
+	// azq.BatchDeleter), where waiting would gain nothing.
+	SettleWindow time.Duration
 
 	// QueueName names the source queue when it has no Name method; it is
 	// used to derive the poison queue's name.
@@ -157,10 +172,10 @@ type Options struct {
 	// real clock. A source's clock is the time of its messages, and the
 	// worker follows it, but the interval between polls is the worker's
 	// own: when the source's clock is not the real one (the mock clock of
-	// an azq queue or of azq's test server), a poll wait also ends once as
-	// long has passed in real time. So a worker on a mock clock that
-	// nobody moves still polls, and a test that moves it wakes the worker
-	// at once, as before.
+	// an azq queue or of azq's test server), a poll wait, and the settle
+	// window, also end once as long has passed in real time. So a worker
+	// on a mock clock that nobody moves still polls, and a test that
+	// moves it wakes the worker at once, as before.
 	Clock clock.Clock
 	// Rand is the jitter source of the poll back-off; only the fetching
 	// goroutine uses it. Default: a generator seeded at random.
@@ -244,6 +259,9 @@ func newConfig(q Queue, o Options) (config, error) {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.SettleWindow == 0 {
+		c.SettleWindow = DefaultSettleWindow
 	}
 
 	c.clk = c.Clock

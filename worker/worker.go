@@ -24,7 +24,8 @@ type Handler func(ctx context.Context, d *Delivery) error
 // start it with Run.
 type Worker struct {
 	q     Queue
-	recv  Receiver // nil: poll q.Get
+	recv  Receiver         // nil: poll q.Get
+	mq    azq.MessageQueue // q, if it batches deletes: they go in batches; else nil
 	h     Handler
 	cfg   config
 	err   error // from the options; Run returns it
@@ -36,6 +37,11 @@ type Worker struct {
 	freed  chan struct{}   // nothing left in flight; capacity 1, never blocks
 	work   dispatch        // to the handler goroutines
 	leases leases
+	// deletes batches the deletes of handled messages; settling counts
+	// the messages whose delete waits in it or is under way, which no
+	// longer hold a handler.
+	deletes  deletes
+	settling atomic.Int64
 	// Run's stop, and the error to return, when a fetch fails for good.
 	stopRun context.CancelFunc
 	fatal   error
@@ -64,10 +70,18 @@ func New(q Queue, h Handler, o Options) *Worker {
 	w := &Worker{q: q, h: h, cfg: cfg, err: err, clk: cfg.clk,
 		freed: make(chan struct{}, 1)}
 	w.leases.w = w
+	w.deletes.w = w
 	if q == nil || h == nil {
 		w.err = fmt.Errorf("%w: nil queue or handler", ErrInvalidOptions)
 	}
 	w.recv, _ = q.(Receiver)
+	if _, ok := q.(azq.BatchDeleter); ok && cfg.SettleWindow > 0 {
+		// Only a back end that deletes many at the cost of one gains
+		// from the wait; elsewhere a batch would be one Delete after
+		// another in one goroutine, where each handler's goroutine
+		// deletes its own at once, side by side.
+		w.mq, _ = q.(azq.MessageQueue)
+	}
 	return w
 }
 
@@ -153,7 +167,7 @@ func (w *Worker) fetch(ctx context.Context) []*Delivery {
 			return nil
 		}
 	}
-	n := min(w.cfg.BatchSize, w.cfg.Concurrency-int(w.stats.inFlight.Load()))
+	n := min(w.cfg.BatchSize, w.cfg.Concurrency-w.handling())
 	var msgs []azq.Message
 	var err error
 	if w.recv != nil {
@@ -176,10 +190,13 @@ func (w *Worker) fetch(ctx context.Context) []*Delivery {
 		}
 		return nil
 	}
+	// Leases run from about now, as their renewals do: a Receive may
+	// have waited long for the messages before leasing them.
+	leaseEnd := w.clk.Now().Add(w.cfg.LeaseDuration)
 	w.stats.received.Add(uint64(len(msgs)))
 	w.stats.inFlight.Add(int64(len(msgs)))
 	w.emit(Event{Kind: EventFetched, N: len(msgs)})
-	ds := w.newDeliveries(msgs)
+	ds := w.newDeliveries(msgs, leaseEnd)
 	if ctx.Err() != nil {
 		// Stopping: do not start what there may be no time to finish;
 		// give it back at once.
@@ -249,12 +266,19 @@ func (w *Worker) after(d time.Duration) (<-chan struct{}, func()) {
 	return c, func() { t.Stop() }
 }
 
-// newDeliveries wraps the messages of a fetched batch.
-func (w *Worker) newDeliveries(msgs []azq.Message) []*Delivery {
+// handling returns how many messages fetched hold a handler or wait for
+// one: those in flight but for those whose delete waits in a batch.
+func (w *Worker) handling() int {
+	return int(w.stats.inFlight.Load() - w.settling.Load())
+}
+
+// newDeliveries wraps the messages of a fetched batch, leased until
+// leaseEnd.
+func (w *Worker) newDeliveries(msgs []azq.Message, leaseEnd time.Time) []*Delivery {
 	ds := make([]*Delivery, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		ds[i] = &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content, hidx: -1}
+		ds[i] = &Delivery{Message: m, w: w, receipt: m.PopReceipt, content: m.Content, hidx: -1, leaseEnd: leaseEnd}
 		ds[i].ctx.parent = w.base
 	}
 	return ds
@@ -313,26 +337,17 @@ func (w *Worker) settle(d *Delivery, herr error) {
 	}
 	d.done = true
 	w.stopTimerLocked(d)
-	lost, receipt, content := d.lost, d.receipt, d.content
+	lost, receipt, content, leaseEnd := d.lost, d.receipt, d.content, d.leaseEnd
 	d.mu.Unlock()
 
 	id := d.Message.ID
 	switch {
 	case lost:
 		w.finish(d, EventLeaseLost, nil)
+	case herr == nil && w.mq != nil:
+		w.deletes.add(d, receipt, leaseEnd)
 	case herr == nil:
-		err := w.q.Delete(w.base, id, receipt)
-		switch {
-		case err == nil:
-			w.stats.succeeded.Add(1)
-			w.finish(d, EventSucceeded, nil)
-		case isGone(err):
-			w.stats.lost.Add(1)
-			w.finish(d, EventLeaseLost, err)
-		default:
-			w.stats.errors.Add(1)
-			w.finish(d, EventAbandoned, err)
-		}
+		w.deleted(d, w.q.Delete(w.base, id, receipt))
 	default:
 		w.stats.failed.Add(1)
 		if d.Message.DequeueCount >= int64(w.cfg.MaxDequeueCount) {
@@ -350,6 +365,21 @@ func (w *Worker) settle(d *Delivery, herr error) {
 			w.stats.errors.Add(1)
 			w.finish(d, EventAbandoned, err)
 		}
+	}
+}
+
+// deleted settles d, whose handler succeeded, on the answer to its delete.
+func (w *Worker) deleted(d *Delivery, err error) {
+	switch {
+	case err == nil:
+		w.stats.succeeded.Add(1)
+		w.finish(d, EventSucceeded, nil)
+	case isGone(err):
+		w.stats.lost.Add(1)
+		w.finish(d, EventLeaseLost, err)
+	default:
+		w.stats.errors.Add(1)
+		w.finish(d, EventAbandoned, err)
 	}
 }
 
@@ -457,9 +487,13 @@ func (w *Worker) finish(d *Delivery, k EventKind, err error) {
 	w.emit(Event{Kind: k, MessageID: d.Message.ID, DequeueCount: d.Message.DequeueCount, Err: err})
 }
 
-// shutdown runs after fetching stopped: it waits for handlers up to the
-// deadline, releases what is still running, and waits for every goroutine.
+// shutdown runs after fetching stopped: it sends the pending deletes,
+// waits for handlers up to the deadline, releases what is still running,
+// and waits for every goroutine.
 func (w *Worker) shutdown() {
+	// From here on each delete goes at once: there is no more work for
+	// a batch to wait for.
+	w.deletes.close()
 	if n := w.stats.inFlight.Load(); n > 0 && w.cfg.ShutdownTimeout > 0 {
 		deadline, stop := w.after(w.cfg.ShutdownTimeout)
 		w.emit(Event{Kind: EventStopping, N: int(n), Wait: w.cfg.ShutdownTimeout})

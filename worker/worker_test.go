@@ -685,9 +685,10 @@ func TestNoDefaultPoisonQueueWithoutService(t *testing.T) {
 	failWithoutPoisonQueue(t, e, q, Options{})
 }
 
-// Every wait of the worker (poll back-off, shutdown deadline, renewals) is
-// a clock callback, harmless if it runs twice, rather than a Timer channel,
-// whose second firing by a mock clock blocks with the mock's lock held.
+// Every wait of the worker (poll back-off, shutdown deadline, renewals,
+// the settle window) is a clock callback, harmless if it runs twice,
+// rather than a Timer channel, whose second firing by a mock clock blocks
+// with the mock's lock held.
 func TestWaitsSurviveDoubleFiringClock(t *testing.T) {
 	t.Run("poll back-off", func(t *testing.T) {
 		e := newEnv(t)
@@ -733,6 +734,33 @@ func TestWaitsSurviveDoubleFiringClock(t *testing.T) {
 		crossDeadline(t, e, r, grace)
 		if s := w.Stats(); s.Released != 1 || s.InFlight != 0 {
 			t.Fatalf("stats %+v", s)
+		}
+	})
+	t.Run("settle window", func(t *testing.T) {
+		e := newEnv(t)
+		const window = time.Second
+		clk := &doubleFireClock{Mock: e.mock, t: t}
+		bq := &batchQueue{Queue: e.q}
+		e.put("quick")
+		e.put("slow")
+		release := make(chan struct{})
+		w := New(bq, func(ctx context.Context, d *Delivery) error {
+			if d.Message.Content == "slow" {
+				<-release
+			}
+			return nil
+		}, Options{BatchSize: 2, Concurrency: 2, SettleWindow: window, Clock: clk, OnEvent: e.rec.on})
+		r := start(w)
+		waitSettling(t, w, 1)
+		e.mock.Add(window)
+		e.rec.waitEvents(t, EventSucceeded, 1)
+		close(release)
+		e.rec.waitEvents(t, EventSucceeded, 2)
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		if batches, _ := bq.calls(); len(batches) != 2 {
+			t.Fatalf("DeleteBatch sizes %v, want one batch for each message", batches)
 		}
 	})
 }

@@ -31,6 +31,12 @@
 // wrote without an envelope is received with its text as the body and no
 // metadata.
 //
+// The batches gocloud hands the driver go to the back end as batches: a
+// batch of sends with one azq.PutBatch a queue, and a batch of acks with
+// azq.DeleteBatch, up to azq.MaxBatchSize messages a call, so that a back
+// end that batches (azq.BatchPutter, azq.BatchDeleter) commits once for
+// them; on any other, the helpers make one call a message.
+//
 // # Acknowledgement
 //
 // Receive takes messages with a Get, hiding them for the subscription's

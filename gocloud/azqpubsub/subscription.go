@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -354,19 +355,63 @@ func (s *subscription) poll(ctx context.Context, n int) ([]azq.Message, error) {
 	}
 }
 
-// SendAcks implements driver.Subscription.SendAcks: each message is
-// deleted. A message that is gone already (acked before) or whose receipt
-// is stale (its ack deadline passed and another receiver took it) is
-// passed over, as gocloud asks of a driver; the queue service answers
-// both the same way. A retry of a call that failed part-way resumes where
-// it stopped.
+// SendAcks implements driver.Subscription.SendAcks: the messages are
+// deleted with azq.DeleteBatch, up to azq.MaxBatchSize a call (one commit
+// where the back end batches). A message that is gone already (acked
+// before) or whose receipt is stale (its ack deadline passed and another
+// receiver took it) is passed over, as gocloud asks of a driver; the queue
+// service answers both the same way. Another message's failure fails the
+// call, after the rest of its batch; a retry of a call that failed resumes
+// with the messages it did not get through.
 func (s *subscription) SendAcks(ctx context.Context, ids []driver.AckID) error {
-	return s.done.each(ids, func(m *azq.Message) error {
-		if err := s.q.Delete(ctx, m.ID, m.PopReceipt); err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
-			return err
+	done := s.done.take(ids)
+	var acked []driver.AckID // what this call got through, for a retry
+	fail := func(err error) error {
+		if isRetryable(err) {
+			for id := range done {
+				acked = append(acked, id)
+			}
+			s.done.keep(acked)
 		}
-		return nil
-	})
+		return err
+	}
+	reqs := make([]azq.DeleteRequest, 0, min(len(ids), azq.MaxBatchSize))
+	who := make([]driver.AckID, 0, cap(reqs))
+	for i := 0; i < len(ids); {
+		reqs, who = reqs[:0], who[:0]
+		for ; i < len(ids) && len(reqs) < azq.MaxBatchSize; i++ {
+			if done[ids[i]] {
+				continue
+			}
+			m := ids[i].(*azq.Message)
+			reqs = append(reqs, azq.DeleteRequest{ID: m.ID, PopReceipt: m.PopReceipt})
+			who = append(who, ids[i])
+		}
+		if len(reqs) == 0 {
+			continue
+		}
+		errs, err := azq.DeleteBatch(ctx, s.q, reqs)
+		if err == nil && len(errs) != len(reqs) {
+			err = fmt.Errorf("azqpubsub: DeleteBatch answered %d results for %d messages", len(errs), len(reqs))
+		}
+		if err != nil {
+			return fail(err)
+		}
+		var first error
+		for j, err := range errs {
+			if err != nil && !errors.Is(err, azq.ErrMessageNotFound) {
+				if first == nil {
+					first = err
+				}
+				continue
+			}
+			acked = append(acked, who[j])
+		}
+		if first != nil {
+			return fail(first)
+		}
+	}
+	return nil
 }
 
 // CanNack implements driver.Subscription.CanNack.

@@ -3,6 +3,7 @@ package azqpubsub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -16,9 +17,10 @@ import (
 	"gocloud.dev/pubsub/driver"
 )
 
-// sendBatcherOpts: the queue service takes one message a request, so a
-// batch is a loop of Puts; concurrent batches are what make a remote
-// topic fast.
+// sendBatcherOpts: a batch is one azq.PutBatch a queue, of at most
+// azq.MaxBatchSize messages; where the back end cannot batch (the queue
+// service takes one message a request) it is a loop of Puts, and
+// concurrent batches are what make a remote topic fast.
 var sendBatcherOpts = &batcher.Options{
 	MaxBatchSize: 32,
 	MaxHandlers:  64,
@@ -148,12 +150,14 @@ func newTopic(q azq.MessageQueue, f *Fanout, opts *TopicOptions) *topic {
 	return t
 }
 
-// SendBatch implements driver.Topic.SendBatch: each message is put, in
-// its envelope, to the topic's queue or to each of its queues in turn. A
-// failure stops the batch. If it is retryable, gocloud sends the batch
-// again, and the retry resumes where the failure stopped: each message
-// goes only to the queues that have not taken it, so that under one fault
-// in ten requests a batch of 32 is not put again and again from its start.
+// SendBatch implements driver.Topic.SendBatch: the messages are put, each
+// in its envelope, to the topic's queue or to each of its queues in turn,
+// in order, with azq.PutBatch: one call for up to azq.MaxBatchSize
+// messages, and one commit where the back end batches. A failure stops
+// the batch. If it is retryable, gocloud sends the batch again, and the
+// retry resumes where the failure stopped: each message goes only to the
+// queues that have not taken it, so that under one fault in ten requests a
+// batch of 32 is not put again and again from its start.
 func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 	queues := []azq.MessageQueue{t.queue}
 	if t.fanout != nil {
@@ -162,19 +166,154 @@ func (t *topic) SendBatch(ctx context.Context, ms []*driver.Message) error {
 		}
 	}
 	resume := t.takeProgress(ms)
-	for i, m := range ms {
-		p := resume[m]
-		if p != nil && p.done {
-			continue
-		}
-		if got, err := t.send(ctx, m, queues, p); err != nil {
-			if isRetryable(err) {
-				t.keepProgress(ms[:i], m, got)
+	sends := make([]pending, 0, len(ms))
+	err := func() error {
+		for _, m := range ms {
+			p := resume[m]
+			if p != nil && p.done {
+				sends = append(sends, pending{m: m, p: p})
+				continue
 			}
-			return err
+			s, err := t.prepare(m, p, len(queues))
+			if err != nil {
+				return err
+			}
+			sends = append(sends, s)
+		}
+		return nil
+	}()
+	// The messages before one that could not be prepared are still
+	// sent, as a batch that stops at that message would have sent them.
+	if perr := t.putAll(ctx, sends, queues); perr != nil {
+		err = perr
+	}
+	// Those that every queue took are sent, whatever became of the
+	// others.
+	if aerr := t.afterSend(sends, queues); err == nil {
+		err = aerr
+	}
+	if err != nil && isRetryable(err) {
+		t.keepProgress(sends)
+	}
+	return err
+}
+
+// pending is one message of a SendBatch on its way: its envelope, its put
+// options, and how far it got.
+type pending struct {
+	m    *driver.Message
+	text string
+	put  *azq.PutOptions
+	p    *progress // never nil once prepared
+}
+
+// prepare runs m's BeforeSend and encodes its envelope, for queues queues;
+// p (nil: none) is how far an earlier try got.
+func (t *topic) prepare(m *driver.Message, p *progress, queues int) (pending, error) {
+	put := &t.put
+	if m.BeforeSend != nil {
+		own := t.put // this message's, for BeforeSend to change
+		put = &own
+		asFunc := func(i any) bool {
+			if p, ok := i.(**azq.PutOptions); ok {
+				*p = put
+				return true
+			}
+			return false
+		}
+		if err := m.BeforeSend(asFunc); err != nil {
+			return pending{}, err
+		}
+	}
+	text, err := envelope.Encode(&envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
+	if err != nil {
+		return pending{}, err
+	}
+	got := &progress{}
+	if p != nil {
+		got.queues, got.sent = slices.Clone(p.queues), slices.Clone(p.sent)
+	} else if m.AfterSend != nil {
+		got.sent = make([]azq.Message, 0, queues)
+	}
+	return pending{m: m, text: text, put: put, p: got}, nil
+}
+
+// putAll puts each message of sends to each of queues that has not taken it,
+// a queue after the other, in calls of up to azq.MaxBatchSize messages. It
+// stops at the first failure, a whole call's or a message's, and returns
+// it; each message's progress says which queues took it.
+func (t *topic) putAll(ctx context.Context, sends []pending, queues []azq.MessageQueue) error {
+	reqs := make([]azq.PutRequest, 0, min(len(sends), azq.MaxBatchSize))
+	who := make([]*pending, 0, cap(reqs))
+	for _, q := range queues {
+		for i := 0; i < len(sends); {
+			reqs, who = reqs[:0], who[:0]
+			for ; i < len(sends) && len(reqs) < azq.MaxBatchSize; i++ {
+				s := &sends[i]
+				if s.p.done || slices.Contains(s.p.queues, q) {
+					continue
+				}
+				reqs = append(reqs, azq.PutRequest{Content: s.text, Options: s.put})
+				who = append(who, s)
+			}
+			if len(reqs) == 0 {
+				continue
+			}
+			res, err := azq.PutBatch(ctx, q, reqs)
+			if err == nil && len(res) != len(reqs) {
+				err = fmt.Errorf("azqpubsub: PutBatch answered %d results for %d messages", len(res), len(reqs))
+			}
+			if err != nil {
+				return err
+			}
+			var first error
+			for j, r := range res {
+				if r.Err != nil {
+					if first == nil {
+						first = r.Err
+					}
+					continue
+				}
+				s := who[j]
+				s.p.queues = append(s.p.queues, q)
+				if s.m.AfterSend != nil {
+					s.p.sent = append(s.p.sent, r.Message)
+				}
+			}
+			if first != nil {
+				return first
+			}
 		}
 	}
 	return nil
+}
+
+// afterSend calls the AfterSend of each message of sends that every one of
+// queues took, in order, stopping at the first error.
+func (t *topic) afterSend(sends []pending, queues []azq.MessageQueue) error {
+	for i := range sends {
+		s := &sends[i]
+		if s.p.done || !took(s.p.queues, queues) {
+			continue
+		}
+		if s.m.AfterSend != nil {
+			if err := s.m.AfterSend(afterSendAs(s.p.sent)); err != nil {
+				return err
+			}
+		}
+		s.p.done = true
+	}
+	return nil
+}
+
+// took reports whether every queue of queues is one of got.
+func took(got, queues []azq.MessageQueue) bool {
+	for _, q := range queues {
+		if !slices.Contains(got, q) {
+			return false
+		}
+	}
+	return true
 }
 
 // takeProgress returns, and forgets, how far ms's messages got in an
@@ -199,80 +338,19 @@ func (t *topic) takeProgress(ms []*driver.Message) map[*driver.Message]*progress
 	return resume
 }
 
-// keepProgress records, for the retry of a batch that failed at m, that
-// the messages before it are done and that m got as far as p (nil: not
-// into any queue).
-func (t *topic) keepProgress(done []*driver.Message, m *driver.Message, p *progress) {
+// keepProgress records, for the retry of a batch that failed, how far each
+// of its messages got that got anywhere.
+func (t *topic) keepProgress(sends []pending) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.progress == nil || len(t.progress)+len(done)+1 > maxRemembered {
+	if t.progress == nil || len(t.progress)+len(sends) > maxRemembered {
 		t.progress = make(map[*driver.Message]*progress)
 	}
-	for _, d := range done {
-		t.progress[d] = &progress{done: true}
-	}
-	if p != nil {
-		t.progress[m] = p
-	}
-}
-
-// send puts m, in its envelope, to each of queues that p (nil: none) does
-// not name, and calls its AfterSend once all have taken it. If that
-// fails, it returns how far m got.
-func (t *topic) send(ctx context.Context, m *driver.Message, queues []azq.MessageQueue, p *progress) (*progress, error) {
-	put := &t.put
-	if m.BeforeSend != nil {
-		own := t.put // this message's, for BeforeSend to change
-		put = &own
-		asFunc := func(i any) bool {
-			if p, ok := i.(**azq.PutOptions); ok {
-				*p = put
-				return true
-			}
-			return false
-		}
-		if err := m.BeforeSend(asFunc); err != nil {
-			return p, err
+	for _, s := range sends {
+		if s.p.done || len(s.p.queues) > 0 {
+			t.progress[s.m] = s.p
 		}
 	}
-	text, err := envelope.Encode(&envelope.Envelope{Metadata: m.Metadata, Body: m.Body})
-	if err != nil {
-		return p, err
-	}
-	var sent []azq.Message // what each queue took, kept for AfterSend only
-	if m.AfterSend != nil {
-		sent = make([]azq.Message, 0, len(queues))
-		if p != nil {
-			sent = append(sent, p.sent...)
-		}
-	}
-	for j, q := range queues {
-		if p != nil && slices.Contains(p.queues, q) {
-			continue
-		}
-		pm, err := q.Put(ctx, text, put)
-		if err != nil {
-			// Every queue before q has it, now or from before.
-			got := &progress{queues: slices.Clone(queues[:j]), sent: sent}
-			if p != nil {
-				for _, r := range p.queues {
-					if !slices.Contains(got.queues, r) {
-						got.queues = append(got.queues, r)
-					}
-				}
-			}
-			return got, err
-		}
-		if m.AfterSend != nil {
-			sent = append(sent, pm)
-		}
-	}
-	if m.AfterSend != nil {
-		if err := m.AfterSend(afterSendAs(sent)); err != nil {
-			return &progress{queues: queues, sent: sent}, err
-		}
-	}
-	return nil, nil
 }
 
 // afterSendAs is the As of a message's AfterSend: the message as each

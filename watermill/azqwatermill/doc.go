@@ -13,6 +13,11 @@
 // another producer wrote without an envelope is delivered with its text as
 // the payload and the queue's message ID as its UUID.
 //
+// Publish of many messages puts those that share a context with one
+// azq.PutBatch of up to azq.MaxBatchSize, so that a back end that batches
+// (azq.BatchPutter) commits once for them; on any other, the helper puts
+// them one at a time.
+//
 // Every subscriber of a topic shares its queue: each message goes to one
 // of them. There are no consumer groups, since the queue service has no
 // fan-out; a topic that must reach several independent consumers needs one

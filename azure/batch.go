@@ -27,8 +27,9 @@ var (
 // large, a visibility timeout or time-to-live out of range) fails alone.
 // Any other failure (ctx ending, the queue missing, the service or the
 // network failing) fails the call: the requests not yet sent are not
-// sent, those in flight are cancelled, and the items put before stay put,
-// as for a failed Put. The service gives each message its own time, to
+// sent, those in flight are answered before PutBatch returns (so none
+// lands after it), and the items put before stay put, as for a failed
+// Put. The service gives each message its own time, to
 // the second. An empty batch sends nothing.
 func (q *Queue) PutBatch(ctx context.Context, reqs []azq.PutRequest) ([]azq.PutResult, error) {
 	if err := azq.CheckBatchSize(len(reqs)); err != nil {
@@ -100,8 +101,11 @@ func callFailure(err error) error {
 
 // concurrently runs do(ctx, i) for i from 0 to n-1, BatchConcurrency at a
 // time, and returns once all have returned. The first error a do returns
-// cancels the context the others run under, stops the ones not started,
-// and is returned; an ended ctx is returned as ctx.Err().
+// stops the ones not started and is returned; those in flight run to
+// their answer rather than being cancelled, since a cancelled request may
+// still reach the service and take effect after the call has returned,
+// behind the caller's next one. An ended ctx cancels them and is
+// returned as ctx.Err().
 func concurrently(ctx context.Context, n int, do func(ctx context.Context, i int) error) error {
 	if n == 0 {
 		return nil
@@ -109,9 +113,8 @@ func concurrently(ctx context.Context, n int, do func(ctx context.Context, i int
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var (
+		stop     atomic.Bool // a do failed: start no more
 		next     atomic.Int64
 		wg       sync.WaitGroup
 		failOnce sync.Once
@@ -122,7 +125,7 @@ func concurrently(ctx context.Context, n int, do func(ctx context.Context, i int
 		defer wg.Done()
 		for {
 			i := int(next.Add(1) - 1)
-			if i >= n {
+			if i >= n || stop.Load() {
 				return
 			}
 			if ctx.Err() != nil {
@@ -130,7 +133,7 @@ func concurrently(ctx context.Context, n int, do func(ctx context.Context, i int
 				return
 			}
 			if err := do(ctx, i); err != nil {
-				failOnce.Do(func() { failure = err; cancel() })
+				failOnce.Do(func() { failure = err; stop.Store(true) })
 				return
 			}
 		}

@@ -385,7 +385,13 @@ func TestImageBuildsAzqdsModule(t *testing.T) {
 	}
 	// The repository's modules azqd requires come from the clone, as
 	// clone.mod says; every other module is the version go.mod requires.
-	clone := map[string]string{"github.com/azqlib/azq": "../..", "github.com/azqlib/azq/postgres": "../../postgres"}
+	clone := map[string]string{
+		"github.com/azqlib/azq":          "../..",
+		"github.com/azqlib/azq/postgres": "../../postgres",
+		"github.com/azqlib/azq/metrics":  "../../metrics",
+		"github.com/azqlib/azq/azure":    "../../azure",
+		"github.com/azqlib/azq/azqtest":  "../../azqtest",
+	}
 	for _, dep := range info.Deps {
 		if want, ok := clone[dep.Path]; ok {
 			if dep.Replace == nil || dep.Replace.Path != want {

@@ -42,7 +42,7 @@ WORKDIR /src
 # its go.mod gives, as go install github.com/azqlib/azq/cmd/azqd@version
 # builds it, and not as go.work unifies them with the other modules'
 # (GOWORK=off). Its go.mod requires the releases of the root module, of
-# the PostgreSQL back end (postgres/), of metrics/ and of azure/ (which
+# the PostgreSQL back end (postgres/), of metrics/, of server/ and of azure/ (which
 # requires azqtest/) and replaces nothing, as go install needs;
 # clone.mod, a copy of it that replaces those with this clone's (../..,
 # ../../postgres and the others), is the go.mod the build reads
@@ -57,11 +57,12 @@ COPY postgres/go.mod postgres/go.sum ./postgres/
 COPY metrics/go.mod metrics/go.sum ./metrics/
 COPY azure/go.mod azure/go.sum ./azure/
 COPY azqtest/go.mod azqtest/go.sum ./azqtest/
+COPY server/go.mod server/go.sum ./server/
 # -x lists each download as it goes, which a first build waits minutes for.
 RUN cd cmd/azqd && cp go.mod clone.mod && cp go.sum clone.sum && \
     go mod edit -replace=github.com/azqlib/azq=../.. -replace=github.com/azqlib/azq/postgres=../../postgres \
       -replace=github.com/azqlib/azq/metrics=../../metrics -replace=github.com/azqlib/azq/azure=../../azure \
-      -replace=github.com/azqlib/azq/azqtest=../../azqtest clone.mod && \
+      -replace=github.com/azqlib/azq/azqtest=../../azqtest -replace=github.com/azqlib/azq/server=../../server clone.mod && \
     go mod download -x -modfile=clone.mod
 COPY . .
 # The commit azqd is built from, for azqd -version: the build context has

@@ -9,6 +9,7 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1
 	github.com/azqlib/azq v0.2.0
 	github.com/azqlib/azq/azure v0.0.0-00010101000000-000000000000
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000
 	github.com/benbjohnson/clock v1.3.5
 	github.com/google/uuid v1.6.0
 	go.uber.org/goleak v1.3.0
@@ -23,3 +24,5 @@ require (
 )
 
 replace github.com/azqlib/azq/azure => ../azure
+
+replace github.com/azqlib/azq/server => ../server

@@ -9,6 +9,7 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1
 	github.com/azqlib/azq v0.2.0
 	github.com/azqlib/azq/azqtest v0.2.0
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000
 	github.com/benbjohnson/clock v1.3.5
 )
 
@@ -22,3 +23,5 @@ require (
 )
 
 replace github.com/azqlib/azq/azqtest => ../azqtest
+
+replace github.com/azqlib/azq/server => ../server

@@ -7,6 +7,7 @@ replace (
 	github.com/azqlib/azq/azqtest => ../azqtest
 	github.com/azqlib/azq/azure => ../azure
 	github.com/azqlib/azq/metrics => ../metrics
+	github.com/azqlib/azq/server => ../server
 )
 
 require (
@@ -20,6 +21,7 @@ require (
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.1 // indirect
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/tidwall/btree v1.8.2 // indirect

@@ -16,6 +16,7 @@ require (
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.1 // indirect
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1 // indirect
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
@@ -36,5 +37,7 @@ require (
 )
 
 replace github.com/azqlib/azq/azure => ../azure
+
+replace github.com/azqlib/azq/server => ../server
 
 replace github.com/azqlib/azq/azqtest => ../azqtest

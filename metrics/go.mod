@@ -6,6 +6,7 @@ replace github.com/azqlib/azq => ../
 
 require (
 	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000
 	github.com/benbjohnson/clock v1.3.5
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
@@ -25,3 +26,5 @@ require (
 	golang.org/x/sys v0.35.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
+
+replace github.com/azqlib/azq/server => ../server

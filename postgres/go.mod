@@ -5,7 +5,8 @@ go 1.23.0
 replace github.com/azqlib/azq => ../
 
 require (
-	github.com/azqlib/azq v0.1.0
+	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000
 	github.com/benbjohnson/clock v1.3.5
 	github.com/jackc/pgx/v5 v5.7.6
 	pgregory.net/rapid v1.3.0
@@ -22,3 +23,5 @@ require (
 	golang.org/x/sync v0.16.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
+
+replace github.com/azqlib/azq/server => ../server

@@ -5,10 +5,11 @@ go 1.26.0
 replace (
 	github.com/azqlib/azq => ../..
 	github.com/azqlib/azq/postgres => ../../postgres
+	github.com/azqlib/azq/server => ../../server
 )
 
 require (
-	github.com/azqlib/azq v0.1.0
+	github.com/azqlib/azq v0.2.0
 	github.com/azqlib/azq/postgres v0.1.0
 	github.com/jackc/pgx/v5 v5.11.0
 	github.com/riverqueue/river v0.51.2

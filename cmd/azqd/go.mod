@@ -8,6 +8,7 @@ require (
 	github.com/azqlib/azq v0.2.0
 	github.com/azqlib/azq/azure v0.2.0
 	github.com/azqlib/azq/metrics v0.2.0
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000
 	github.com/benbjohnson/clock v1.3.5
 	github.com/chromedp/chromedp v0.13.6
 	github.com/golang-jwt/jwt/v5 v5.3.1

@@ -6,6 +6,7 @@ require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.18.0
 	github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue v1.0.1
 	github.com/azqlib/azq v0.2.0
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000
 )
 
 require (

@@ -45,4 +45,6 @@ require (
 
 replace github.com/azqlib/azq/azure => ../../azure
 
+replace github.com/azqlib/azq/server => ../../server
+
 replace github.com/azqlib/azq/azqtest => ../../azqtest

@@ -238,7 +238,7 @@ func proxiesEnv(t *testing.T, dirs ...string) []string {
 func TestCarvedModulesFromTheNextRelease(t *testing.T) {
 	longrun.Skip(t)
 	setGitIdentity(t)
-	carved := []string{"sim", "cmd/azqsim", "cmd/azqload", "metrics", "azure", "azqtest"}
+	carved := []string{"sim", "cmd/azqsim", "cmd/azqload", "metrics", "azure", "azqtest", "server"}
 
 	// The last release, with the carved directories in the root module.
 	last := copyClone(t)

@@ -21,12 +21,12 @@ import (
 // defaultPackages are the README's: the root module's packages and those
 // of the modules of their own that go.work adds and ./... leaves out
 // (azqd's, azqload's, the simulator's and its command's, metrics',
-// azure's and azqtest's, the examples', and the test-only modules of
+// azure's and azqtest's, the REST server's, the examples', and the test-only modules of
 // server's and the worker's tests through the Azure SDK).
 var defaultPackages = []string{
 	"./cmd/azqd/...", "./cmd/azqload/...", "./cmd/azqsim/...", "./sim/...",
 	"./metrics/...", "./azure/...", "./azqtest/...", "./examples/...",
-	"./server/sdktest/...", "./worker/sdktest/...", "./...",
+	"./server/...", "./server/sdktest/...", "./worker/sdktest/...", "./...",
 }
 
 func main() {

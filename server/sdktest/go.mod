@@ -7,6 +7,7 @@ replace (
 	github.com/azqlib/azq/azqtest => ../../azqtest
 	github.com/azqlib/azq/azure => ../../azure
 	github.com/azqlib/azq/metrics => ../../metrics
+	github.com/azqlib/azq/server => ../../server
 )
 
 require (
@@ -16,6 +17,7 @@ require (
 	github.com/azqlib/azq/azqtest v0.2.0
 	github.com/azqlib/azq/azure v0.2.0
 	github.com/azqlib/azq/metrics v0.2.0
+	github.com/azqlib/azq/server v0.0.0-00010101000000-000000000000
 	github.com/benbjohnson/clock v1.3.5
 	github.com/golang-jwt/jwt/v5 v5.3.1
 )

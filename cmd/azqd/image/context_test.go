@@ -49,7 +49,7 @@ func TestDockerignore(t *testing.T) {
 	}
 
 	needed := []string{"go.mod", "go.sum", "cmd/azqd/go.mod", "cmd/azqd/go.sum", "postgres/go.mod", "postgres/go.sum",
-		"metrics/go.mod", "metrics/go.sum", "azure/go.mod", "azure/go.sum", "azqtest/go.mod", "azqtest/go.sum", "Dockerfile"}
+		"metrics/go.mod", "metrics/go.sum", "azure/go.mod", "azure/go.sum", "azqtest/go.mod", "azqtest/go.sum", "server/go.mod", "server/go.sum", "Dockerfile"}
 	azqd := filepath.Join(root, "cmd", "azqd")
 	modfile := filepath.Join(t.TempDir(), "clone.mod")
 	for _, f := range [][2]string{{"go.mod", "clone.mod"}, {"go.sum", "clone.sum"}} {
@@ -63,7 +63,7 @@ func TestDockerignore(t *testing.T) {
 	}
 	if out, err := exec.Command("go", "mod", "edit", "-replace=github.com/azqlib/azq=../..", "-replace=github.com/azqlib/azq/postgres=../../postgres",
 		"-replace=github.com/azqlib/azq/metrics=../../metrics", "-replace=github.com/azqlib/azq/azure=../../azure",
-		"-replace=github.com/azqlib/azq/azqtest=../../azqtest", modfile).CombinedOutput(); err != nil {
+		"-replace=github.com/azqlib/azq/azqtest=../../azqtest", "-replace=github.com/azqlib/azq/server=../../server", modfile).CombinedOutput(); err != nil {
 		t.Fatalf("go mod edit: %v\n%s", err, out)
 	}
 	list := exec.Command("go", "list", "-modfile="+modfile, "-deps", "-f", `{{if not .Standard}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}`, ".")

@@ -391,6 +391,7 @@ func TestImageBuildsAzqdsModule(t *testing.T) {
 		"github.com/azqlib/azq/metrics":  "../../metrics",
 		"github.com/azqlib/azq/azure":    "../../azure",
 		"github.com/azqlib/azq/azqtest":  "../../azqtest",
+		"github.com/azqlib/azq/server":   "../../server",
 	}
 	for _, dep := range info.Deps {
 		if want, ok := clone[dep.Path]; ok {
